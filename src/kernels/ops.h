@@ -1,0 +1,99 @@
+// Compute kernels used by the forward pass. Each has a scalar reference in
+// namespace kernels::ref (ref_ops.cpp) that is its test oracle; the default
+// entry points dispatch to Highway SIMD code for the CPU found at start-up.
+// Activations are f32. Weights are TensorViews of any supported DType.
+// Results never depend on the thread count (fixed chunking, no racing reductions).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "tensor/tensor_view.h"
+#include "util/thread_pool.h"
+
+namespace skipkv::kernels {
+
+enum class RopeStyle {
+  kAdjacentPairs,  // rotate (x[2i], x[2i+1]): llama2.c / Meta layout; GGUF "llama" (ggml NORM)
+  kRotateHalf,     // rotate (x[i], x[i + d/2]): HF Llama/Qwen, GGUF "qwen2" (ggml NEOX)
+};
+
+struct RopeParams {
+  RopeStyle style = RopeStyle::kRotateHalf;
+  float theta = 10000.f;
+  int rot_dim = 0;  // dims rotated (0 = head_dim)
+  // Llama-3 style frequency scaling (rope_scaling.rope_type == "llama3"); factor 0 = off.
+  float llama3_factor = 0.f;
+  float llama3_low_freq_factor = 1.f;
+  float llama3_high_freq_factor = 4.f;
+  int llama3_original_context = 8192;
+  float linear_scale = 1.f;  // positions are multiplied by 1/linear_scale
+};
+
+// ---- Matrix products --------------------------------------------------------
+// y[r] = dot(W row r, x) for r in [0, rows): W is [rows][in] (ne = {in, rows}).
+void MatVec(const TensorView& w, const float* x, float* y, ThreadPool& pool);
+// Y[t][r] = dot(W row r, X[t]) for t in [0, n): X is [n][in], Y is [n][rows].
+void MatMul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool);
+// Dequantises row `row` of `w` into out[0 .. w.ne[0]) (embedding lookup).
+void GetRow(const TensorView& w, int64_t row, float* out);
+
+// ---- Elementwise ------------------------------------------------------------
+// out = x / sqrt(mean(x^2) + eps) * weight   (out may alias x)
+void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* out);
+// Rotates `n_heads` heads of head_dim floats in place for position `pos`.
+void Rope(float* x, int n_heads, int head_dim, int64_t pos, const RopeParams& p);
+// In-place numerically stable softmax over n values.
+void Softmax(float* x, int64_t n);
+// out[i] = silu(gate[i]) * up[i]   (out may alias gate)
+void SiluMul(const float* gate, const float* up, float* out, int64_t n);
+// y[i] += x[i]
+void Add(float* y, const float* x, int64_t n);
+
+// ---- Attention --------------------------------------------------------------
+// One sequence's queries against one layer of its KV cache. Per KV head h the
+// cache holds n_slots rows of K and V (contiguous, head_dim elements each, f16
+// or f32) and a valid flag per slot. Query row i (i < n_q) may see slots
+// [0, first_query_slot + i] (causal by slot; slots are in position order) and
+// never an invalid slot. Query head qh reads KV head qh / (n_heads / n_kv_heads).
+struct AttentionTask {
+  const float* q = nullptr;    // [n_q][n_heads][head_dim], post-RoPE
+  int n_q = 1;
+  int64_t n_slots = 0;
+  int64_t first_query_slot = 0;
+  const void* const* k = nullptr;     // [n_kv_heads] -> [n_slots][head_dim]
+  const void* const* v = nullptr;     // [n_kv_heads] -> [n_slots][head_dim]
+  const uint8_t* const* valid = nullptr;  // [n_kv_heads] -> [n_slots], or nullptr = all valid
+  float* const* attn_accum = nullptr;  // optional [n_kv_heads] -> [n_slots]: += probabilities
+                                       // summed over the group's query heads and the n_q rows (H2O)
+  float* out = nullptr;        // [n_q][n_heads][head_dim]
+};
+
+struct AttentionShape {
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  DType kv_type = DType::kF16;  // kF16 or kF32
+  float scale = 0.f;            // usually 1/sqrt(head_dim)
+};
+
+// Runs every task (e.g. all sequences of a decode batch), parallel over
+// (task, KV head). Each task's result is independent of the others.
+void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks, ThreadPool& pool);
+
+// Name of the SIMD target chosen at start-up ("AVX2", "AVX3", "NEON", "EMU128", ...).
+const char* SimdTargetName();
+
+namespace ref {
+// Scalar references with the same contracts (single-threaded).
+void MatVec(const TensorView& w, const float* x, float* y);
+void MatMul(const TensorView& w, const float* x, int64_t n, float* y);
+void GetRow(const TensorView& w, int64_t row, float* out);
+void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* out);
+void Rope(float* x, int n_heads, int head_dim, int64_t pos, const RopeParams& p);
+void Softmax(float* x, int64_t n);
+void SiluMul(const float* gate, const float* up, float* out, int64_t n);
+void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks);
+}  // namespace ref
+
+}  // namespace skipkv::kernels

@@ -1,0 +1,106 @@
+// Element and block types, numbered as GGUF/ggml numbers them (so a GGUF
+// tensor's type field maps directly), with the quantised block layouts.
+// Contract: a row of n elements of type t occupies RowBytes(t, n) bytes and n
+// must be a multiple of BlockSize(t).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "util/fp16.h"
+
+namespace skipkv {
+
+enum class DType : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ8_1 = 9,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kQ8_K = 15,
+  kI8 = 24,
+  kI16 = 25,
+  kI32 = 26,
+  kI64 = 27,
+  kF64 = 28,
+  kBF16 = 30,
+};
+
+struct DTypeInfo {
+  DType type;
+  const char* name;     // "f32", "q4_K", ... as llama.cpp prints them
+  int64_t block_size;   // elements per block (1 for plain types)
+  size_t block_bytes;   // bytes per block
+  bool supported;       // skipkv can dequantise / compute with it
+};
+
+// Information for every type GGUF defines that skipkv knows the size of;
+// nullopt for unknown type ids (a GGUF reader must reject those).
+std::optional<DTypeInfo> LookupDType(uint32_t id);
+const DTypeInfo& GetDTypeInfo(DType t);  // CHECKs that t is known
+inline const char* DTypeName(DType t) { return GetDTypeInfo(t).name; }
+std::optional<DType> DTypeFromName(std::string_view name);  // "q8_0", "Q4_K", "f16", ...
+
+inline int64_t BlockSize(DType t) { return GetDTypeInfo(t).block_size; }
+// Bytes for a row of n elements; n must be a multiple of BlockSize(t).
+inline size_t RowBytes(DType t, int64_t n) {
+  const auto& info = GetDTypeInfo(t);
+  return static_cast<size_t>(n / info.block_size) * info.block_bytes;
+}
+
+// ---- Block layouts (bit-compatible with ggml) -----------------------------
+
+constexpr int kQK4_0 = 32;
+struct BlockQ4_0 {
+  f16_t d;                 // scale
+  uint8_t qs[kQK4_0 / 2];  // nibbles: element i in low nibble of qs[i], i+16 in high nibble; value = (q - 8) * d
+};
+static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block is 18 bytes");
+
+constexpr int kQK8_0 = 32;
+struct BlockQ8_0 {
+  f16_t d;             // scale
+  int8_t qs[kQK8_0];   // value = q * d
+};
+static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block is 34 bytes");
+
+constexpr int kQK_K = 256;        // super-block size of the K-quants
+constexpr int kKScaleBytes = 12;  // packed 6-bit scales and mins of Q4_K
+
+// Q4_K: 8 sub-blocks of 32; value = d * scale_j * q - dmin * min_j, q in [0, 15].
+struct BlockQ4_K {
+  f16_t d;                      // super-block scale for the scales
+  f16_t dmin;                   // super-block scale for the mins
+  uint8_t scales[kKScaleBytes]; // 8 x (6-bit scale, 6-bit min), packed as in ggml get_scale_min_k4
+  uint8_t qs[kQK_K / 2];        // 4-bit quants, 64 elements per 32 bytes (low nibbles first)
+};
+static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block is 144 bytes");
+
+// Q6_K: 16 sub-blocks of 16; value = d * scales[j] * (q - 32), q in [0, 63].
+struct BlockQ6_K {
+  uint8_t ql[kQK_K / 2];      // lower 4 bits
+  uint8_t qh[kQK_K / 4];      // upper 2 bits
+  int8_t scales[kQK_K / 16];  // 8-bit sub-block scales
+  f16_t d;                    // super-block scale
+};
+static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block is 210 bytes");
+
+// Q8_K: activation format of the K-quant dot products (never stored in files).
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kQK_K];
+  int16_t bsums[kQK_K / 16];  // sums of groups of 16 quants
+};
+static_assert(sizeof(BlockQ8_K) == 292, "Q8_K block is 292 bytes");
+
+}  // namespace skipkv

@@ -1,0 +1,95 @@
+#include "util/thread_pool.h"
+
+#include <algorithm>
+#include <memory>
+
+namespace skipkv {
+
+ThreadPool::ThreadPool(int num_threads) {
+  if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  num_threads_ = num_threads;
+  for (int w = 1; w < num_threads_; ++w) threads_.emplace_back([this, w] { WorkerLoop(w); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ThreadPool::DrainTasks(int worker) {
+  for (;;) {
+    const int64_t t = next_task_.fetch_add(1, std::memory_order_relaxed);
+    if (t >= num_tasks_) break;
+    (*fn_)(t, worker);
+  }
+}
+
+void ThreadPool::Run(int64_t num_tasks, const TaskFn& fn) {
+  if (num_tasks <= 0) return;
+  if (num_threads_ == 1 || num_tasks == 1) {
+    for (int64_t t = 0; t < num_tasks; ++t) fn(t, 0);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fn_ = &fn;
+    num_tasks_ = num_tasks;
+    next_task_.store(0);
+    active_.store(num_threads_ - 1);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+  DrainTasks(0);
+  // Wait for the workers to leave DrainTasks (spin first, then sleep).
+  for (int spin = 0; spin < 20000 && active_.load(std::memory_order_acquire) > 0; ++spin) {
+    std::this_thread::yield();
+  }
+  if (active_.load(std::memory_order_acquire) > 0) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [&] { return active_.load() == 0; });
+  }
+  fn_ = nullptr;
+}
+
+void ThreadPool::WorkerLoop(int worker) {
+  uint64_t seen = 0;
+  for (;;) {
+    // Spin briefly for the next loop, then sleep.
+    for (int spin = 0; spin < 2000 && generation_.load(std::memory_order_acquire) == seen; ++spin) {
+      std::this_thread::yield();
+    }
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [&] { return generation_.load() != seen; });
+      seen = generation_.load();
+      if (stop_) return;
+    }
+    DrainTasks(worker);
+    if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_cv_.notify_all();
+    }
+  }
+}
+
+namespace {
+std::unique_ptr<ThreadPool>& DefaultPoolStorage() {
+  static std::unique_ptr<ThreadPool> pool;
+  return pool;
+}
+}  // namespace
+
+void SetDefaultThreads(int num_threads) { DefaultPoolStorage() = std::make_unique<ThreadPool>(num_threads); }
+
+ThreadPool& DefaultThreadPool() {
+  auto& pool = DefaultPoolStorage();
+  if (!pool) pool = std::make_unique<ThreadPool>(1);
+  return *pool;
+}
+
+}  // namespace skipkv

@@ -1,0 +1,69 @@
+// ThreadPool: a fixed set of workers that run one parallel loop at a time.
+// Contract: Run(n, fn) calls fn(task, worker) exactly once for each task in
+// [0, n) and returns when all have finished; `worker` is in [0, num_threads())
+// and identifies per-worker scratch. The calling thread is worker 0. Which
+// worker runs which task varies, so a deterministic kernel must make each
+// task's result independent of the worker (fixed chunking, no cross-task
+// reductions in arrival order). Workers spin briefly before sleeping, so the
+// many small loops of a decode step do not pay a futex wake-up each.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace skipkv {
+
+class ThreadPool {
+ public:
+  // num_threads <= 0 means std::thread::hardware_concurrency().
+  explicit ThreadPool(int num_threads = 1);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const { return num_threads_; }
+
+  using TaskFn = std::function<void(int64_t task, int worker)>;
+  void Run(int64_t num_tasks, const TaskFn& fn);
+
+  // Splits [0, n) into ceil(n / grain) contiguous chunks (the split depends
+  // only on n and grain) and calls fn(begin, end, worker) for each.
+  template <typename Fn>
+  void ParallelFor(int64_t n, int64_t grain, Fn&& fn) {
+    if (n <= 0) return;
+    if (grain < 1) grain = 1;
+    const int64_t chunks = (n + grain - 1) / grain;
+    if (chunks == 1 || num_threads_ == 1) {
+      for (int64_t c = 0; c < chunks; ++c) fn(c * grain, std::min(n, (c + 1) * grain), 0);
+      return;
+    }
+    Run(chunks, [&](int64_t c, int worker) { fn(c * grain, std::min(n, (c + 1) * grain), worker); });
+  }
+
+ private:
+  void WorkerLoop(int worker);
+  void DrainTasks(int worker);
+
+  int num_threads_;
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::condition_variable done_cv_;
+  const TaskFn* fn_ = nullptr;
+  int64_t num_tasks_ = 0;
+  std::atomic<int64_t> next_task_{0};
+  std::atomic<int> active_{0};
+  std::atomic<uint64_t> generation_{0};
+  bool stop_ = false;
+};
+
+// Convenience: a process-wide default pool sized by SetDefaultThreads().
+void SetDefaultThreads(int num_threads);
+ThreadPool& DefaultThreadPool();
+
+}  // namespace skipkv
