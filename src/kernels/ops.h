@@ -93,6 +93,7 @@ void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* o
 void Rope(float* x, int n_heads, int head_dim, int64_t pos, const RopeParams& p);
 void Softmax(float* x, int64_t n);
 void SiluMul(const float* gate, const float* up, float* out, int64_t n);
+void Add(float* y, const float* x, int64_t n);
 void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks);
 }  // namespace ref
 
