@@ -1,0 +1,185 @@
+// KV-cache eviction policies: configuration, validation, and the KvPolicy
+// interface ("what to evict"). The cache (SequenceKvCache::Compact) does the
+// "how to compact"; the schedule and per-sequence bookkeeping live in
+// kv_compressor.h. The maths is specified in docs/kv-policies.md and
+// /work/shared/spec/algorithms.md §2, §3, §6.6.
+//
+// Vocabulary (spec §0.2): B = budget = slots per (layer, KV head) left after
+// a compression, the recent window included; α = window = observation
+// window of queries and the number of most recent slots always kept; Δt =
+// interval between compressions, counted on l = tokens processed so far
+// (padded prompt + fed tokens, reset per request); Δpad = left-padding slots
+// of a row in the padded batch mode.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "util/status.h"
+
+namespace skipkv {
+
+// How padding slots of a left-padded batch are treated (spec §6.12 A10).
+enum class PadPolicy {
+  kRagged,  // no pad slots exist (every sequence has its own cache length)
+  kPadded,  // paper-faithful: pad slots (valid == false) occupy the budget,
+            // are masked in scoring and never evicted, so a row keeps
+            // B − Δpad real tokens (SkipKV Eq. 12)
+};
+
+struct KvPolicyConfig {
+  // One of KnownKvPolicyNames(): full, streaming, h2o (= h2o_rkv), h2o_rkv,
+  // h2o_acc, snapkv, rkv.
+  std::string policy = "full";
+  int64_t budget = 1024;    // B: slots kept per (layer, KV head) after a compression, window included
+  int window = 8;           // α: observation window (queries) and recent slots always kept
+  int64_t interval = 128;   // Δt: compress in the forward that starts at l0 with l0 % Δt == 0, l0 > 0
+  float mix_lambda = 0.1f;  // rkv: score = λ·importance − (1−λ)·redundancy, λ in [0, 1]
+  int pool_kernel = 7;      // max-pool kernel over importance (odd, stride 1, pad kernel/2, −inf padding)
+  PadPolicy pad_policy = PadPolicy::kRagged;
+  // h2o_acc: heavy hitters + recent = budget. -1 = automatic: recent = B/2
+  // (or B − heavy when only heavy is given), heavy = B − recent.
+  int64_t h2o_heavy = -1;
+  int64_t h2o_recent = -1;
+  int streaming_sinks = 4;  // streaming: first tokens always kept (StreamingLLM attention sinks)
+  // Eviction trace (JSONL, one line per (compression, layer)); empty = off.
+  std::string trace_path;
+  std::vector<int> trace_layers;  // layers to trace; empty = all
+};
+
+// All registered policy names, in a fixed order (aliases included).
+std::vector<std::string> KnownKvPolicyNames();
+
+// Checks the configuration before any work starts. Errors name the field,
+// its value and the constraint, e.g. "kv policy: budget (8) must be larger
+// than the window (8)" or "unknown KV policy 'foo' (known: full, ...)".
+Status ValidateKvPolicyConfig(const KvPolicyConfig& config);
+
+// Padded mode: checks that every row of a batch with left paddings
+// `pad_lens` (Δpad per row) still has room for real tokens, i.e. that the
+// policy's selectable budget exceeds max Δpad (spec A10: B − α > max Δpad
+// for rkv/snapkv). OK for every batch in ragged mode and for `full`.
+Status ValidatePadLens(const KvPolicyConfig& config, std::span<const int64_t> pad_lens);
+
+// Slots a SequenceKvCache needs for a request with a (padded) prompt of
+// `prompt_len` tokens: SequenceKvCache::kUnbounded for `full`, otherwise
+// max(prompt_len, B + Δt) — the cache never holds more (see kv_compressor.h).
+int64_t CacheCapacity(const KvPolicyConfig& config, int64_t prompt_len);
+
+// Sets the fields of a cache shape the policy depends on: query_window = α
+// and track_attention (true for h2o_acc).
+void ConfigureCacheShape(const KvPolicyConfig& config, KvCacheShape* shape);
+
+// ---- Extension points (SkipKV) ----------------------------------------------
+
+// A per-slot additive adjustment of the candidate scores before selection
+// (higher score = kept). SkipKV subtracts λ over the gen_pos ranges of
+// redundant sentences (spec §6.6 (c)); see GenPosRangePenalty in
+// kv/score_adjust.h. Must be thread-safe for concurrent calls on different
+// layers (it is read-only during a compression).
+class SlotScoreAdjuster {
+ public:
+  virtual ~SlotScoreAdjuster() = default;
+  // score[n] for n in [0, score.size()) belongs to candidate slot n of
+  // (layer, kv_head); gen_pos has the same length (strictly ascending).
+  virtual void Adjust(int layer, int kv_head, std::span<const int32_t> gen_pos,
+                      std::span<float> score) const = 0;
+};
+
+// Per-sequence policy state, created by KvPolicy::NewSequenceState and owned
+// by the sequence's KvCompressor (e.g. SkipKV's redundant-sentence table).
+class KvSequenceState {
+ public:
+  virtual ~KvSequenceState() = default;
+  // Adjustment to apply to this sequence's scores, or nullptr.
+  virtual const SlotScoreAdjuster* adjuster() const { return nullptr; }
+};
+
+// ---- The policy interface ----------------------------------------------------
+
+// Everything a policy may look at for one (sequence, layer) compression.
+// Pointers stay valid for the duration of SelectKeep only.
+struct KvLayerInput {
+  int layer = 0;
+  int64_t n_slots = 0;  // N: live slots per KV head (> budget when called)
+  int n_heads = 0;      // query heads
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  // Keys as f32, [n_kv_heads][n_slots][head_dim], post-RoPE (only when the
+  // policy needs_keys(); nullptr otherwise).
+  const float* keys = nullptr;
+  // Query window, [n_heads][n_queries][head_dim], oldest first, the last row
+  // is the current token's query (only when needs_queries()).
+  const float* queries = nullptr;
+  int n_queries = 0;
+  // Per KV head: [n_slots] gen_pos (strictly ascending) and valid flags.
+  std::span<const int32_t* const> gen_pos;
+  std::span<const uint8_t* const> valid;
+  // Per KV head: [n_slots] accumulated attention (needs_attention_scores()).
+  std::span<const float* const> attention;
+  bool padded = false;  // PadPolicy::kPadded: invalid slots are never evicted
+  // Applied in order to the candidate scores (none, the sequence state's,
+  // and/or an extra one); nullptr entries are skipped.
+  std::span<const SlotScoreAdjuster* const> adjusters;
+};
+
+// Per-thread scratch for scoring; policies grow its buffers as needed so that
+// steady-state compressions do not allocate.
+struct KvScratch {
+  std::vector<float> a, b, c, d, e;
+  std::vector<int32_t> idx;
+};
+
+// Output: for each KV head the kept slot indices, exactly budget() of them,
+// strictly ascending (SequenceKvCache::Compact's argument).
+using KeepSets = std::vector<std::vector<int32_t>>;
+
+// A policy decides which slots of one (sequence, layer) survive. Policies are
+// immutable after creation and shared by all sequences; SelectKeep is called
+// concurrently for different layers/sequences with distinct scratch.
+class KvPolicy {
+ public:
+  virtual ~KvPolicy() = default;
+  virtual std::string_view name() const = 0;
+  const KvPolicyConfig& config() const { return config_; }
+  int64_t budget() const { return config_.budget; }
+
+  // False only for `full`: the compressor never calls SelectKeep.
+  virtual bool evicts() const { return true; }
+  virtual bool needs_keys() const { return false; }
+  virtual bool needs_queries() const { return false; }
+  virtual bool needs_attention_scores() const { return false; }
+
+  // R: the number of most recent slots every compression keeps (α for
+  // rkv/snapkv, 1 for h2o_rkv, recent for h2o_acc, B − sinks for streaming
+  // in ragged mode). The remaining B − R are chosen among slots [0, N − R).
+  virtual int64_t recent_window() const = 0;
+  // The largest Δpad a padded row may have: pads must leave at least one
+  // selectable real slot (and streaming keeps ≥ α recent slots).
+  virtual int64_t max_pad_len() const { return budget() - recent_window() - 1; }
+
+  // Fills keep[h] for h in [0, n_kv_heads) with exactly budget() strictly
+  // ascending slot indices in [0, n_slots), including the last
+  // recent_window() slots, and (padded mode) every invalid slot.
+  virtual void SelectKeep(const KvLayerInput& in, KvScratch& scratch, KeepSets& keep) const = 0;
+
+  // Per-sequence state for this policy (nullptr if it has none).
+  virtual std::unique_ptr<KvSequenceState> NewSequenceState() const { return nullptr; }
+
+ protected:
+  explicit KvPolicy(const KvPolicyConfig& config) : config_(config) {}
+
+ private:
+  KvPolicyConfig config_;
+};
+
+// Validates `config` and creates its policy; unknown names are an
+// InvalidArgument listing the known ones.
+StatusOr<std::shared_ptr<const KvPolicy>> CreateKvPolicy(const KvPolicyConfig& config);
+
+}  // namespace skipkv
