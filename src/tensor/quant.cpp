@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "util/check.h"
 
@@ -200,25 +201,52 @@ void QuantQ4_K(const float* x, BlockQ4_K* b, int64_t nb) {
       max_scale = std::max(max_scale, scales[j]);
       max_min = std::max(max_min, mins[j]);
     }
-    const float inv_scale = max_scale > 0.f ? 63.f / max_scale : 0.f;
-    const float inv_min = max_min > 0.f ? 63.f / max_min : 0.f;
-    std::memset(b[i].scales, 0, sizeof(b[i].scales));
-    for (int j = 0; j < 8; ++j) {
-      const uint8_t ls = static_cast<uint8_t>(std::min(63, NearestInt(inv_scale * scales[j])));
-      const uint8_t lm = static_cast<uint8_t>(std::min(63, NearestInt(inv_min * mins[j])));
-      if (j < 4) {
-        b[i].scales[j] = ls;
-        b[i].scales[j + 4] = lm;
-      } else {
-        b[i].scales[j + 4] = (ls & 0x0f) | ((lm & 0x0f) << 4);
-        b[i].scales[j - 4] |= ((ls >> 4) << 6);
-        b[i].scales[j] |= ((lm >> 4) << 6);
-      }
-    }
+    // Super-block scales first (f16), then each sub-block's 6-bit (scale, min)
+    // chosen among floor/ceil of the ideal values by the weighted error they
+    // give (ggml rounds to nearest only, which can clip the top quant).
     b[i].d = F32ToF16(max_scale / 63.f);
     b[i].dmin = F32ToF16(max_min / 63.f);
-    // Re-quantise against the scales as actually stored (6-bit, f16 d/dmin).
     const float d = F16ToF32(b[i].d), dmin = F16ToF32(b[i].dmin);
+    uint8_t ls[8], lm[8];
+    for (int j = 0; j < 8; ++j) {
+      const float* xs = x + 32 * j;
+      float sum_x2 = 0.f;
+      for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
+      const float av_x = std::sqrt(sum_x2 / 32);
+      const float fs = d > 0.f ? scales[j] / d : 0.f;
+      const float fm = dmin > 0.f ? mins[j] / dmin : 0.f;
+      float best_err = std::numeric_limits<float>::infinity();
+      for (int cs = 0; cs < 2; ++cs) {
+        for (int cm = 0; cm < 2; ++cm) {
+          const int s6 = std::clamp(static_cast<int>(cs ? std::ceil(fs) : std::floor(fs)), 0, 63);
+          const int m6 = std::clamp(static_cast<int>(cm ? std::ceil(fm) : std::floor(fm)), 0, 63);
+          const float dj = d * s6, mj = dmin * m6;
+          float err = 0.f;
+          for (int l = 0; l < 32; ++l) {
+            const int q = dj != 0.f ? std::clamp(NearestInt((xs[l] + mj) / dj), 0, 15) : 0;
+            const float diff = dj * q - mj - xs[l];
+            err += (av_x + std::fabs(xs[l])) * diff * diff;
+          }
+          if (err < best_err) {
+            best_err = err;
+            ls[j] = static_cast<uint8_t>(s6);
+            lm[j] = static_cast<uint8_t>(m6);
+          }
+        }
+      }
+    }
+    std::memset(b[i].scales, 0, sizeof(b[i].scales));
+    for (int j = 0; j < 8; ++j) {
+      if (j < 4) {
+        b[i].scales[j] = ls[j];
+        b[i].scales[j + 4] = lm[j];
+      } else {
+        b[i].scales[j + 4] = (ls[j] & 0x0f) | ((lm[j] & 0x0f) << 4);
+        b[i].scales[j - 4] |= ((ls[j] >> 4) << 6);
+        b[i].scales[j] |= ((lm[j] >> 4) << 6);
+      }
+    }
+    // Quantise against the scales as actually stored.
     for (int j = 0; j < 8; ++j) {
       uint8_t sc, m;
       GetScaleMinK4(j, b[i].scales, &sc, &m);
