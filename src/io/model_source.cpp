@@ -1,0 +1,64 @@
+// ModelSource helpers and OpenModel's format dispatch.
+#include "io/model_source.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "io/embedded/embedded_model.h"
+#include "io/hf_checkpoint.h"
+#include "io/llama2c.h"
+
+namespace skipkv {
+namespace fs = std::filesystem;
+
+const char* ModelFormatName(ModelFormat f) {
+  switch (f) {
+    case ModelFormat::kGguf: return "gguf";
+    case ModelFormat::kHuggingFace: return "huggingface";
+    case ModelFormat::kLlama2c: return "llama2c";
+  }
+  return "unknown";
+}
+
+const TensorView* ModelSource::FindTensor(const std::string& name) const {
+  for (const TensorView& t : tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<ModelSource> ModelSourceFromGguf(std::unique_ptr<GgufFile> file) {
+  auto src = std::make_unique<ModelSource>();
+  src->path = file->path();
+  src->format = ModelFormat::kGguf;
+  src->metadata = file->metadata();
+  src->tensors = file->tensors();
+  src->owners.push_back(std::shared_ptr<GgufFile>(std::move(file)));
+  return src;
+}
+
+StatusOr<std::unique_ptr<ModelSource>> OpenModel(const std::string& path, const std::string& tokenizer_path) {
+  if (path == kEmbeddedModelPath) return OpenEmbeddedDefaultModel();
+  if (path.empty()) {
+    return InvalidArgument("empty model path (use '" + std::string(kEmbeddedModelPath) +
+                           "' for the embedded stories260K model)");
+  }
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) return NotFound("model path '" + path + "' does not exist");
+  if (fs::is_directory(status)) return OpenHfCheckpoint(path);
+  char magic[4] = {};
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return IoError("cannot open '" + path + "'");
+    in.read(magic, 4);
+  }
+  if (std::memcmp(magic, "GGUF", 4) == 0) {
+    SKIPKV_ASSIGN_OR_RETURN(auto file, GgufFile::Open(path));
+    return ModelSourceFromGguf(std::move(file));
+  }
+  return OpenLlama2c(path, tokenizer_path);
+}
+
+}  // namespace skipkv
