@@ -128,11 +128,13 @@ struct KvLayerInput {
   std::span<const SlotScoreAdjuster* const> adjusters;
 };
 
-// Per-thread scratch for scoring; policies grow its buffers as needed so that
-// steady-state compressions do not allocate.
+// Per-thread scratch for scoring, grown as needed so that steady-state
+// compressions do not allocate. a..e and idx belong to the kvscore functions
+// (scores.h), which may clobber them; imp, red and score are for policies.
 struct KvScratch {
   std::vector<float> a, b, c, d, e;
   std::vector<int32_t> idx;
+  std::vector<float> imp, red, score, q;
 };
 
 // Output: for each KV head the kept slot indices, exactly budget() of them,
