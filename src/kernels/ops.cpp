@@ -1,16 +1,79 @@
-// Default kernel entry points. Temporary: every entry point forwards to the
-// scalar reference (single-threaded) until the Highway kernels land.
+// Default kernel entry points: argument checks, scratch, the split of work
+// over the thread pool, and dispatch to the Highway kernels of the CPU found
+// at start-up. Work is split so that every output element is computed by one
+// task with a fixed operation order: results never depend on the thread count.
 #include "kernels/ops.h"
 
-namespace skipkv::kernels {
+#include <algorithm>
+#include <mutex>
 
-void MatVec(const TensorView& w, const float* x, float* y, ThreadPool& pool) {
-  ref::MatVec(w, x, y);
+#include "kernels/simd_internal.h"
+#include "tensor/quant.h"
+#include "util/aligned_buffer.h"
+#include "util/check.h"
+#include "util/logging.h"
+
+namespace skipkv::kernels {
+namespace {
+
+// Grows a per-thread scratch buffer; contents are not preserved.
+uint8_t* Scratch(AlignedBuffer& buf, size_t bytes) {
+  if (buf.size() < bytes) buf.Resize(std::max(bytes, buf.size() * 3 / 2));
+  return buf.as<uint8_t>();
 }
+
+void CheckMatShapes(const TensorView& w) {
+  SKIPKV_CHECK_MSG(w.data != nullptr, w.name.c_str());
+  SKIPKV_CHECK_MSG(w.ne[0] % BlockSize(w.type) == 0, w.name.c_str());
+}
+
+void LogTargetOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { SKIPKV_LOG_INFO("kernels: SIMD target %s", SimdTargetName()); });
+}
+
+}  // namespace
+
 void MatMul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
-  ref::MatMul(w, x, n, y);
+  CheckMatShapes(w);
+  LogTargetOnce();
+  if (n <= 0) return;
+  const int64_t in = w.ne[0], rows = w.NumRows();
+  const internal::ActFormat fmt = internal::ActFormatFor(w.type);
+  internal::MatArgs a{};
+  a.type = w.type;
+  a.w = w.data;
+  a.w_row_bytes = w.RowBytesCount();
+  a.in = in;
+  a.n = n;
+  a.y = y;
+  a.y_stride = rows;
+  a.act_row_bytes = internal::ActRowBytes(fmt, in);
+  if (fmt == internal::ActFormat::kF32) {
+    a.act = reinterpret_cast<const uint8_t*>(x);
+  } else {
+    // Quantise every token's activations once; all weight rows reuse them.
+    thread_local AlignedBuffer act_buf;
+    uint8_t* act = Scratch(act_buf, a.act_row_bytes * static_cast<size_t>(n));
+    pool.ParallelFor(n, std::max<int64_t>(1, 4096 / in), [&](int64_t t0, int64_t t1, int) {
+      for (int64_t t = t0; t < t1; ++t) {
+        internal::QuantizeActivations(fmt, x + t * in, in, act + static_cast<size_t>(t) * a.act_row_bytes);
+      }
+    });
+    a.act = act;
+  }
+  // Rows in chunks: about 4 per thread (dynamic balance on a shared machine),
+  // at least 16 rows (a multiple of 8) so each chunk streams a useful slice.
+  const int64_t threads = pool.num_threads();
+  int64_t grain = (rows + threads * 4 - 1) / (threads * 4);
+  grain = std::max<int64_t>(16, (grain + 7) / 8 * 8);
+  pool.ParallelFor(rows, grain, [&](int64_t r0, int64_t r1, int) { internal::MatRows(a, r0, r1); });
 }
+
+void MatVec(const TensorView& w, const float* x, float* y, ThreadPool& pool) { MatMul(w, x, 1, y, pool); }
+
 void GetRow(const TensorView& w, int64_t row, float* out) { ref::GetRow(w, row, out); }
+
 void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
   ref::RmsNorm(x, weight, n, eps, out);
 }
@@ -18,14 +81,12 @@ void Rope(float* x, int n_heads, int head_dim, int64_t pos, const RopeParams& p)
   ref::Rope(x, n_heads, head_dim, pos, p);
 }
 void Softmax(float* x, int64_t n) { ref::Softmax(x, n); }
-void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
-  ref::SiluMul(gate, up, out, n);
-}
+void SiluMul(const float* gate, const float* up, float* out, int64_t n) { ref::SiluMul(gate, up, out, n); }
 void Add(float* y, const float* x, int64_t n) { ref::Add(y, x, n); }
-void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks,
-               ThreadPool& pool) {
+void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks, ThreadPool& pool) {
   ref::Attention(shape, tasks);
 }
-const char* SimdTargetName() { return "scalar-ref"; }
+
+const char* SimdTargetName() { return internal::TargetNameSimd(); }
 
 }  // namespace skipkv::kernels

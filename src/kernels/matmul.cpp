@@ -1,0 +1,552 @@
+// SIMD matrix products for every weight type, compiled once per Highway target
+// (foreach_target) and picked at run time. One weight row is multiplied with
+// up to 4 tokens at once, so the row is loaded and unpacked once per 4 tokens.
+//   F32/F16/BF16: f32 FMA, weights converted on load.
+//   Q8_0/Q4_0:    activations quantised to ActQ8 (32 x int8 + f32 scale).
+//   Q4_K/Q6_K:    activations quantised to Q8_K; min/offset terms via bsums.
+// The int8 inner products use AVX2 maddubs/madd on x86 (Highway 1.0.3 has no
+// u8 x i8 pairwise multiply-add) and a widening Highway fallback elsewhere.
+// Determinism: each (token, row) result follows the same operation sequence
+// whatever the tile it falls in, so results do not depend on chunking.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/matmul.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include <hwy/highway.h>
+
+#include <cstring>
+
+#include "kernels/simd_internal.h"
+#include "util/check.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace skipkv::kernels::internal {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#undef SKIPKV_X86_INT8
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+#define SKIPKV_X86_INT8 1
+#else
+#define SKIPKV_X86_INT8 0
+#endif
+
+constexpr int kMaxTok = 4;  // tokens per register tile
+
+// ---- Activation quantisation ---------------------------------------------------
+
+// x[0..32) -> ActQ8: d = max|x| / 127, q = round-half-even(x / d).
+void QuantizeQ8(const float* x, int64_t in, ActQ8* out) {
+  const hn::CappedTag<float, 8> df;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const size_t N = hn::Lanes(df);
+  for (int64_t b = 0; b < in / 32; ++b) {
+    const float* xb = x + b * 32;
+    auto vmax = hn::Zero(df);
+    for (size_t i = 0; i < 32; i += N) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, xb + i)));
+    const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+    const float d = amax / 127.f;
+    const auto vid = hn::Set(df, d != 0.f ? 1.f / d : 0.f);
+    out[b].d = d;
+    for (size_t i = 0; i < 32; i += N) {
+      const auto q = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), vid));
+      hn::StoreU(hn::DemoteTo(d8, q), d8, out[b].qs + i);
+    }
+  }
+}
+
+// x[0..256) -> Q8_K exactly as ggml's quantize_row_q8_K: the element of
+// largest magnitude maps to -127, bsums = sums of 16 quants.
+void QuantizeQ8K(const float* x, int64_t in, BlockQ8_K* out) {
+  const hn::CappedTag<float, 8> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const size_t N = hn::Lanes(df);
+  for (int64_t b = 0; b < in / kQK_K; ++b) {
+    const float* xb = x + b * kQK_K;
+    auto vmax = hn::Set(df, -1e30f), vmin = hn::Set(df, 1e30f);
+    for (size_t i = 0; i < kQK_K; i += N) {
+      const auto v = hn::LoadU(df, xb + i);
+      vmax = hn::Max(vmax, v);
+      vmin = hn::Min(vmin, v);
+    }
+    const float mx = hn::GetLane(hn::MaxOfLanes(df, vmax));
+    const float mn = hn::GetLane(hn::MinOfLanes(df, vmin));
+    const float max = mx >= -mn ? mx : mn;  // signed value of largest magnitude
+    if (max == 0.f) {
+      std::memset(&out[b], 0, sizeof(BlockQ8_K));
+      continue;
+    }
+    const float iscale = -127.f / max;
+    const auto vis = hn::Set(df, iscale);
+    for (int g = 0; g < kQK_K / 16; ++g) {
+      auto sum = hn::Zero(di);
+      for (size_t i = 0; i < 16; i += N) {
+        const size_t k = g * 16 + i;
+        const auto q = hn::Min(hn::NearestInt(hn::Mul(hn::LoadU(df, xb + k), vis)), hn::Set(di, 127));
+        sum = hn::Add(sum, q);
+        hn::StoreU(hn::DemoteTo(d8, q), d8, out[b].qs + k);
+      }
+      out[b].bsums[g] = static_cast<int16_t>(hn::GetLane(hn::SumOfLanes(di, sum)));
+    }
+    out[b].d = 1.f / iscale;
+  }
+}
+
+void QuantizeActivationsT(ActFormat f, const float* x, int64_t in, uint8_t* out) {
+  if (f == ActFormat::kQ8) {
+    QuantizeQ8(x, in, reinterpret_cast<ActQ8*>(out));
+  } else if (f == ActFormat::kQ8K) {
+    QuantizeQ8K(x, in, reinterpret_cast<BlockQ8_K*>(out));
+  } else {
+    std::memcpy(out, x, static_cast<size_t>(in) * sizeof(float));
+  }
+}
+
+// ---- Float weights --------------------------------------------------------------
+
+// Loads N weights as f32; One() converts a single element (for the tail).
+struct Bf16Tag {  // element type of bf16 rows (2 bytes, distinct from f16_t)
+  uint16_t bits;
+};
+template <class WT>
+struct FloatLoader;
+template <>
+struct FloatLoader<float> {
+  template <class DF>
+  static HWY_INLINE hn::Vec<DF> Load(DF df, const float* p) { return hn::LoadU(df, p); }
+  static float One(float v) { return v; }
+};
+template <>
+struct FloatLoader<f16_t> {
+  template <class DF>
+  static HWY_INLINE hn::Vec<DF> Load(DF df, const f16_t* p) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+  }
+  static float One(f16_t v) { return F16ToF32(v); }
+};
+template <>
+struct FloatLoader<Bf16Tag> {
+  template <class DF>
+  static HWY_INLINE hn::Vec<DF> Load(DF df, const Bf16Tag* p) {
+    const hn::Rebind<hwy::bfloat16_t, DF> db;
+    return hn::PromoteTo(df, hn::LoadU(db, reinterpret_cast<const hwy::bfloat16_t*>(p)));
+  }
+  static float One(const Bf16Tag& v) { return BF16ToF32(v.bits); }
+};
+
+// out[t] = dot(w[0..in), x[t][0..in)) for t < NT. Two accumulators per token;
+// the tail (in % N) goes through a zero-padded copy.
+template <int NT, class WT>
+HWY_INLINE void FloatRowDot(const WT* w, const float* const* x, int64_t in, float* out) {
+  using L = FloatLoader<WT>;
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  hn::Vec<decltype(df)> acc0[NT], acc1[NT];
+  for (int t = 0; t < NT; ++t) acc0[t] = acc1[t] = hn::Zero(df);
+  int64_t i = 0;
+  for (; i + 2 * N <= in; i += 2 * N) {
+    const auto w0 = L::Load(df, w + i);
+    const auto w1 = L::Load(df, w + i + N);
+    for (int t = 0; t < NT; ++t) {
+      acc0[t] = hn::MulAdd(w0, hn::LoadU(df, x[t] + i), acc0[t]);
+      acc1[t] = hn::MulAdd(w1, hn::LoadU(df, x[t] + i + N), acc1[t]);
+    }
+  }
+  for (; i + N <= in; i += N) {
+    const auto w0 = L::Load(df, w + i);
+    for (int t = 0; t < NT; ++t) acc0[t] = hn::MulAdd(w0, hn::LoadU(df, x[t] + i), acc0[t]);
+  }
+  if (i < in) {
+    alignas(64) float wt[64] = {};  // >= lanes of any target
+    alignas(64) float xt[64] = {};
+    for (int64_t k = i; k < in; ++k) wt[k - i] = L::One(w[k]);
+    const auto w0 = hn::Load(df, wt);
+    for (int t = 0; t < NT; ++t) {
+      for (int64_t k = i; k < in; ++k) xt[k - i] = x[t][k];
+      acc1[t] = hn::MulAdd(w0, hn::Load(df, xt), acc1[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0[t], acc1[t])));
+}
+
+// ---- int8 helpers ---------------------------------------------------------------
+
+#if SKIPKV_X86_INT8
+HWY_INLINE float HSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+HWY_INLINE float HSum128(__m128 s) {
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+HWY_INLINE float F16Scalar(f16_t h) { return _cvtsh_ss(h); }
+// sum over pairs of u8 x s8 -> 8 x i32 (a in [0, 255], b in [-127, 127];
+// pair sums stay below 2^15 for our ranges: q <= 63 or the sign trick).
+HWY_INLINE __m256i MulSumU8I8(__m256i a, __m256i b) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));
+}
+// sum over pairs of s8 x s8 -> 8 x i32 (both in [-127, 127]): |a| * sign(b, a).
+HWY_INLINE __m256i MulSumI8I8(__m256i a, __m256i b) {
+  return MulSumU8I8(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+}
+#else
+HWY_INLINE float F16Scalar(f16_t h) { return F16ToF32(h); }
+// Portable: sum_k a[k] * b[k] for k < n (n a multiple of 8) as i32 lanes.
+using DI32 = hn::CappedTag<int32_t, 8>;
+HWY_INLINE hn::Vec<DI32> DotI8(const int8_t* a, const int8_t* b, int n) {
+  const DI32 di;
+  const hn::Rebind<int8_t, DI32> d8;
+  auto sum = hn::Zero(di);
+  for (int k = 0; k < n; k += static_cast<int>(hn::Lanes(di))) {
+    sum = hn::Add(sum, hn::Mul(hn::PromoteTo(di, hn::LoadU(d8, a + k)),
+                               hn::PromoteTo(di, hn::LoadU(d8, b + k))));
+  }
+  return sum;
+}
+HWY_INLINE float HSumPortable(hn::Vec<hn::CappedTag<float, 8>> v) {
+  return hn::GetLane(hn::SumOfLanes(hn::CappedTag<float, 8>(), v));
+}
+#endif
+
+// Unpacks Q4_K's 12 scale bytes into sc[0..8) and m[0..8) (get_scale_min_k4).
+HWY_INLINE void UnpackQ4KScales(const uint8_t* s, uint8_t* sc, uint8_t* m) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = s[j] & 63;
+    m[j] = s[j + 4] & 63;
+  }
+  for (int j = 4; j < 8; ++j) {
+    sc[j] = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
+    m[j] = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// ---- Q8_0 x ActQ8 ---------------------------------------------------------------
+
+template <int NT>
+HWY_INLINE void Q8_0RowDot(const BlockQ8_0* w, const ActQ8* const* a, int64_t nb, float* out) {
+#if SKIPKV_X86_INT8
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
+    const float dw = F16Scalar(w[b].d);
+    for (int t = 0; t < NT; ++t) {
+      const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].qs));
+      const __m256 p = _mm256_cvtepi32_ps(MulSumI8I8(qw, qa));
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a[t][b].d), p, acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = HSum(acc[t]);
+#else
+  const hn::CappedTag<float, 8> df;
+  hn::Vec<decltype(df)> acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = hn::Zero(df);
+  for (int64_t b = 0; b < nb; ++b) {
+    const float dw = F16Scalar(w[b].d);
+    for (int t = 0; t < NT; ++t) {
+      const auto p = hn::ConvertTo(df, DotI8(w[b].qs, a[t][b].qs, 32));
+      acc[t] = hn::MulAdd(hn::Set(df, dw * a[t][b].d), p, acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = HSumPortable(acc[t]);
+#endif
+}
+
+// ---- Q4_0 x ActQ8 ---------------------------------------------------------------
+
+template <int NT>
+HWY_INLINE void Q4_0RowDot(const BlockQ4_0* w, const ActQ8* const* a, int64_t nb, float* out) {
+#if SKIPKV_X86_INT8
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  const __m256i lo4 = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8);
+  for (int64_t b = 0; b < nb; ++b) {
+    // Low nibbles are elements 0..15, high nibbles 16..31.
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
+    const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), lo4);
+    const __m256i qw = _mm256_sub_epi8(q, eight);  // [-8, 7]
+    const float dw = F16Scalar(w[b].d);
+    for (int t = 0; t < NT; ++t) {
+      const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].qs));
+      const __m256 p = _mm256_cvtepi32_ps(MulSumI8I8(qw, qa));
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a[t][b].d), p, acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = HSum(acc[t]);
+#else
+  const hn::CappedTag<float, 8> df;
+  hn::Vec<decltype(df)> acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = hn::Zero(df);
+  int8_t q[32];
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int j = 0; j < 16; ++j) {
+      q[j] = static_cast<int8_t>((w[b].qs[j] & 0x0f) - 8);
+      q[j + 16] = static_cast<int8_t>((w[b].qs[j] >> 4) - 8);
+    }
+    const float dw = F16Scalar(w[b].d);
+    for (int t = 0; t < NT; ++t) {
+      const auto p = hn::ConvertTo(df, DotI8(q, a[t][b].qs, 32));
+      acc[t] = hn::MulAdd(hn::Set(df, dw * a[t][b].d), p, acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = HSumPortable(acc[t]);
+#endif
+}
+
+// ---- Q4_K x Q8_K ----------------------------------------------------------------
+// dot = sum_b [ d*da * sum_j sc_j * (q_j . y_j)  -  dmin*da * sum_j m_j * bsum32_j ]
+
+template <int NT>
+HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
+  uint8_t sc[8], m[8];
+#if SKIPKV_X86_INT8
+  __m256 acc[NT];
+  __m128 accm[NT];
+  for (int t = 0; t < NT; ++t) {
+    acc[t] = _mm256_setzero_ps();
+    accm[t] = _mm_setzero_ps();
+  }
+  const __m256i lo4 = _mm256_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const float d = F16Scalar(w[b].d), dmin = F16Scalar(w[b].dmin);
+    UnpackQ4KScales(w[b].scales, sc, m);
+    const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(m)));
+    __m256i sumi[NT];
+    for (int t = 0; t < NT; ++t) {
+      // bsums (16 x i16) -> pair sums per 32-element sub-block (8 x i16), times mins.
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].bsums));
+      const __m128i bs32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      const __m128 pm = _mm_cvtepi32_ps(_mm_madd_epi16(mins16, bs32));
+      accm[t] = _mm_fmadd_ps(_mm_set1_ps(dmin * a[t][b].d), pm, accm[t]);
+      sumi[t] = _mm256_setzero_si256();
+    }
+    for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles), 2j+1 (high)
+      const __m256i q4 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * j));
+      const __m256i ql = _mm256_and_si256(q4, lo4);
+      const __m256i qh = _mm256_and_si256(_mm256_srli_epi16(q4, 4), lo4);
+      const __m256i s0 = _mm256_set1_epi16(sc[2 * j]), s1 = _mm256_set1_epi16(sc[2 * j + 1]);
+      for (int t = 0; t < NT; ++t) {
+        const int8_t* y = a[t][b].qs + 64 * j;
+        const __m256i p0 = _mm256_maddubs_epi16(ql, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y)));
+        const __m256i p1 =
+            _mm256_maddubs_epi16(qh, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + 32)));
+        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_madd_epi16(p0, s0),
+                                                             _mm256_madd_epi16(p1, s1)));
+      }
+    }
+    for (int t = 0; t < NT; ++t) {
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = HSum(acc[t]) - HSum128(accm[t]);
+#else
+  const hn::CappedTag<float, 8> df;
+  const DI32 di;
+  hn::Vec<decltype(df)> acc[NT];
+  float accm[NT];
+  for (int t = 0; t < NT; ++t) {
+    acc[t] = hn::Zero(df);
+    accm[t] = 0.f;
+  }
+  int8_t q[kQK_K];
+  for (int64_t b = 0; b < nb; ++b) {
+    const float d = F16Scalar(w[b].d), dmin = F16Scalar(w[b].dmin);
+    UnpackQ4KScales(w[b].scales, sc, m);
+    for (int j = 0; j < 4; ++j) {
+      for (int l = 0; l < 32; ++l) {
+        q[64 * j + l] = static_cast<int8_t>(w[b].qs[32 * j + l] & 0x0f);
+        q[64 * j + 32 + l] = static_cast<int8_t>(w[b].qs[32 * j + l] >> 4);
+      }
+    }
+    for (int t = 0; t < NT; ++t) {
+      auto sumi = hn::Zero(di);
+      int msum = 0;
+      for (int j = 0; j < 8; ++j) {
+        sumi = hn::Add(sumi, hn::Mul(hn::Set(di, sc[j]), DotI8(q + 32 * j, a[t][b].qs + 32 * j, 32)));
+        msum += m[j] * (a[t][b].bsums[2 * j] + a[t][b].bsums[2 * j + 1]);
+      }
+      acc[t] = hn::MulAdd(hn::Set(df, d * a[t][b].d), hn::ConvertTo(df, sumi), acc[t]);
+      accm[t] += dmin * a[t][b].d * static_cast<float>(msum);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = HSumPortable(acc[t]) - accm[t];
+#endif
+}
+
+// ---- Q6_K x Q8_K ----------------------------------------------------------------
+// dot = sum_b d*da * [ sum_g sc_g * (q_g . y_g)  -  32 * sum_g sc_g * bsum_g ],
+// q in [0, 63] unsigned, groups g of 16.
+
+template <int NT>
+HWY_INLINE void Q6_KRowDot(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
+#if SKIPKV_X86_INT8
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  const __m256i lo4 = _mm256_set1_epi8(0x0f), lo2 = _mm256_set1_epi8(0x03);
+  for (int64_t b = 0; b < nb; ++b) {
+    const float d = F16Scalar(w[b].d);
+    const __m256i sc16 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)));
+    __m256i sumi[NT];
+    for (int t = 0; t < NT; ++t) {
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].bsums));
+      sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5));
+    }
+    for (int h = 0; h < 2; ++h) {  // 128 elements: 64 bytes of ql, 32 of qh, 8 scales
+      const uint8_t* ql = w[b].ql + 64 * h;
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+      const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh + 32 * h));
+      __m256i q[4];
+      q[0] = _mm256_or_si256(_mm256_and_si256(l0, lo4), _mm256_slli_epi16(_mm256_and_si256(hb, lo2), 4));
+      q[1] = _mm256_or_si256(_mm256_and_si256(l1, lo4),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), lo2), 4));
+      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), lo4),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), lo2), 4));
+      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), lo4),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), lo2), 4));
+      for (int g = 0; g < 4; ++g) {
+        // Elements 0..15 of the group use scale is, 16..31 use is + 1.
+        const int is = 8 * h + 2 * g;
+        const __m256i s = _mm256_set_m128i(_mm_set1_epi16(w[b].scales[is + 1]),
+                                           _mm_set1_epi16(w[b].scales[is]));
+        for (int t = 0; t < NT; ++t) {
+          const __m256i y =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].qs + 128 * h + 32 * g));
+          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[g], y), s));
+        }
+      }
+    }
+    for (int t = 0; t < NT; ++t) {
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = HSum(acc[t]);
+#else
+  const hn::CappedTag<float, 8> df;
+  const DI32 di;
+  hn::Vec<decltype(df)> acc[NT];
+  float accm[NT];
+  for (int t = 0; t < NT; ++t) {
+    acc[t] = hn::Zero(df);
+    accm[t] = 0.f;
+  }
+  int8_t q[kQK_K];
+  for (int64_t b = 0; b < nb; ++b) {
+    const float d = F16Scalar(w[b].d);
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* ql = w[b].ql + 64 * h;
+      const uint8_t* qh = w[b].qh + 32 * h;
+      int8_t* qq = q + 128 * h;
+      for (int l = 0; l < 32; ++l) {
+        qq[l] = static_cast<int8_t>((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4));
+        qq[l + 32] = static_cast<int8_t>((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4));
+        qq[l + 64] = static_cast<int8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+        qq[l + 96] = static_cast<int8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+      }
+    }
+    for (int t = 0; t < NT; ++t) {
+      auto sumi = hn::Zero(di);
+      int offset = 0;
+      for (int g = 0; g < 16; ++g) {
+        sumi = hn::Add(sumi, hn::Mul(hn::Set(di, w[b].scales[g]), DotI8(q + 16 * g, a[t][b].qs + 16 * g, 16)));
+        offset += w[b].scales[g] * a[t][b].bsums[g];
+      }
+      acc[t] = hn::MulAdd(hn::Set(df, d * a[t][b].d), hn::ConvertTo(df, sumi), acc[t]);
+      accm[t] += 32.f * d * a[t][b].d * static_cast<float>(offset);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = HSumPortable(acc[t]) - accm[t];
+#endif
+}
+
+// ---- Row-range driver -----------------------------------------------------------
+
+template <int NT>
+void RowTile(const MatArgs& a, int64_t r, int64_t t0) {
+  const uint8_t* wrow = a.w + static_cast<size_t>(r) * a.w_row_bytes;
+  const uint8_t* act[NT];
+  for (int t = 0; t < NT; ++t) act[t] = a.act + static_cast<size_t>(t0 + t) * a.act_row_bytes;
+  float out[NT];
+  switch (a.type) {
+    case DType::kF32:
+      FloatRowDot<NT>(reinterpret_cast<const float*>(wrow), reinterpret_cast<const float* const*>(act), a.in,
+                      out);
+      break;
+    case DType::kF16:
+      FloatRowDot<NT>(reinterpret_cast<const f16_t*>(wrow), reinterpret_cast<const float* const*>(act), a.in,
+                      out);
+      break;
+    case DType::kBF16:
+      FloatRowDot<NT>(reinterpret_cast<const Bf16Tag*>(wrow), reinterpret_cast<const float* const*>(act),
+                      a.in, out);
+      break;
+    case DType::kQ8_0:
+      Q8_0RowDot<NT>(reinterpret_cast<const BlockQ8_0*>(wrow), reinterpret_cast<const ActQ8* const*>(act),
+                     a.in / 32, out);
+      break;
+    case DType::kQ4_0:
+      Q4_0RowDot<NT>(reinterpret_cast<const BlockQ4_0*>(wrow), reinterpret_cast<const ActQ8* const*>(act),
+                     a.in / 32, out);
+      break;
+    case DType::kQ4_K:
+      Q4_KRowDot<NT>(reinterpret_cast<const BlockQ4_K*>(wrow), reinterpret_cast<const BlockQ8_K* const*>(act),
+                     a.in / kQK_K, out);
+      break;
+    case DType::kQ6_K:
+      Q6_KRowDot<NT>(reinterpret_cast<const BlockQ6_K*>(wrow), reinterpret_cast<const BlockQ8_K* const*>(act),
+                     a.in / kQK_K, out);
+      break;
+    default:
+      SKIPKV_CHECK_MSG(false, "MatRows: unsupported weight type");
+  }
+  for (int t = 0; t < NT; ++t) a.y[(t0 + t) * a.y_stride + r] = out[t];
+}
+
+// Rows [r0, r1) for all tokens. Tokens are processed in blocks (whose
+// activations stay in L2) and, inside a block, 4 at a time per weight row.
+void MatRowsT(const MatArgs& a, int64_t r0, int64_t r1) {
+  constexpr int64_t kTokBlock = 32;
+  for (int64_t tb = 0; tb < a.n; tb += kTokBlock) {
+    const int64_t te = std::min(a.n, tb + kTokBlock);
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t t = tb;
+      for (; t + kMaxTok <= te; t += kMaxTok) RowTile<kMaxTok>(a, r, t);
+      switch (te - t) {
+        case 3: RowTile<3>(a, r, t); break;
+        case 2: RowTile<2>(a, r, t); break;
+        case 1: RowTile<1>(a, r, t); break;
+        default: break;
+      }
+    }
+  }
+}
+
+const char* TargetNameT() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace skipkv::kernels::internal
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace skipkv::kernels::internal {
+HWY_EXPORT(QuantizeActivationsT);
+HWY_EXPORT(MatRowsT);
+HWY_EXPORT(TargetNameT);
+
+const char* TargetNameSimd() { return HWY_DYNAMIC_DISPATCH(TargetNameT)(); }
+
+void QuantizeActivations(ActFormat f, const float* x, int64_t in, uint8_t* out) {
+  HWY_DYNAMIC_DISPATCH(QuantizeActivationsT)(f, x, in, out);
+}
+void MatRows(const MatArgs& a, int64_t row_begin, int64_t row_end) {
+  HWY_DYNAMIC_DISPATCH(MatRowsT)(a, row_begin, row_end);
+}
+}  // namespace skipkv::kernels::internal
+#endif

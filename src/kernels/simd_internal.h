@@ -1,0 +1,85 @@
+// Internal interface between ops.cpp (threading, scratch, dispatch) and the
+// per-target Highway kernels (matmul.cpp, attention.cpp, elementwise.cpp).
+// Nothing here is part of the public kernel API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/ops.h"
+#include "tensor/dtype.h"
+
+namespace skipkv::kernels::internal {
+
+// Activation block for Q8_0 / Q4_0 weights: like ggml's block_q8_0 but with
+// an f32 scale (no f16 rounding of the activation scale).
+// value = qs[i] * d, qs in [-127, 127] (never -128: the sign trick needs it).
+struct ActQ8 {
+  float d;
+  int8_t qs[32];
+};
+static_assert(sizeof(ActQ8) == 36);
+
+// The activation format the SIMD matmul of weight type t consumes.
+enum class ActFormat { kF32, kQ8, kQ8K };
+inline ActFormat ActFormatFor(DType t) {
+  switch (t) {
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+      return ActFormat::kQ8;
+    case DType::kQ4_K:
+    case DType::kQ6_K:
+      return ActFormat::kQ8K;
+    default:
+      return ActFormat::kF32;
+  }
+}
+// Bytes of one token's activations of `in` elements in format f.
+inline size_t ActRowBytes(ActFormat f, int64_t in) {
+  switch (f) {
+    case ActFormat::kQ8:
+      return static_cast<size_t>(in / 32) * sizeof(ActQ8);
+    case ActFormat::kQ8K:
+      return static_cast<size_t>(in / kQK_K) * sizeof(BlockQ8_K);
+    default:
+      return static_cast<size_t>(in) * sizeof(float);
+  }
+}
+
+// One matmul: Y[t][r] = dot(W row r, X[t]) for t < n, r in a row range.
+struct MatArgs {
+  DType type;
+  const uint8_t* w;     // row r at w + r * w_row_bytes
+  size_t w_row_bytes;
+  int64_t in;           // elements per row
+  const uint8_t* act;   // token t at act + t * act_row_bytes (format ActFormatFor(type))
+  size_t act_row_bytes;
+  int64_t n;            // tokens
+  float* y;             // Y[t][r] at y[t * y_stride + r]
+  int64_t y_stride;
+};
+
+// Attention work item: queries [q_begin, q_end) of (task, kv_head), where
+// query index qi = i * group + g stands for query row i, head kv_head*group+g.
+struct AttnItem {
+  const AttentionTask* task;
+  int kv_head;
+  int64_t q_begin, q_end;
+};
+
+// Per-target kernel entry points (defined in the Highway files, dispatched).
+void QuantizeActivations(ActFormat f, const float* x, int64_t in, uint8_t* out);
+void MatRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
+// scratch: at least AttnScratchFloats(shape, n_slots) floats, 64-byte aligned.
+void AttentionItem(const AttentionShape& shape, const AttnItem& item, float* scratch);
+size_t AttnScratchFloats(const AttentionShape& shape, int64_t n_slots);
+constexpr int kAttnQueryTile = 8;  // queries sharing each K/V load
+
+void RmsNormSimd(const float* x, const float* weight, int64_t n, float eps, float* out);
+void RopeSimd(float* x, int n_heads, int head_dim, int64_t pos, const RopeParams& p);
+void SoftmaxSimd(float* x, int64_t n);
+void SiluMulSimd(const float* gate, const float* up, float* out, int64_t n);
+void AddSimd(float* y, const float* x, int64_t n);
+const char* TargetNameSimd();
+
+}  // namespace skipkv::kernels::internal

@@ -1,0 +1,151 @@
+// SIMD MatVec/MatMul vs the scalar oracle for every weight type, on every
+// compiled Highway target, on sizes that are not multiples of the vector width
+// or tile (rows 1, 7, 33; tokens 1..9; odd block counts), plus determinism:
+// bit-identical results for 1 and 3 threads and for MatVec vs MatMul rows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "simd_targets.h"
+#include "tensor/quant.h"
+
+namespace skipkv {
+namespace {
+
+using kernels::ref::MatMul;
+
+struct Weights {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+};
+
+Weights MakeWeights(DType t, int64_t in, int64_t rows, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  Weights w;
+  w.bytes.resize(RowBytes(t, in) * rows);
+  std::vector<float> row(in);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (auto& v : row) v = nd(rng);
+    QuantizeRow(t, row.data(), w.bytes.data() + r * RowBytes(t, in), in);
+  }
+  w.view.name = "w";
+  w.view.type = t;
+  w.view.n_dims = 2;
+  w.view.ne = {in, rows, 1, 1};
+  w.view.data = w.bytes.data();
+  return w;
+}
+
+std::vector<float> RandomVec(int64_t n, uint32_t seed, float scale = 1.f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = nd(rng);
+  v[0] = 4.f * scale;  // an outlier, as activations have
+  return v;
+}
+
+// The activations exactly as the SIMD path quantises them (see
+// simd_internal.h): Q8_0/Q4_0 weights see 32-blocks with an f32 scale
+// amax/127; K-quants see Q8_K (the reference QuantizeRow).
+std::vector<float> QuantisedActivations(DType t, const std::vector<float>& x) {
+  std::vector<float> out(x.size());
+  if (t == DType::kQ8_0 || t == DType::kQ4_0) {
+    for (size_t b = 0; b < x.size() / 32; ++b) {
+      float amax = 0;
+      for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
+      const float d = amax / 127.f, id = d != 0.f ? 1.f / d : 0.f;
+      for (int j = 0; j < 32; ++j) out[b * 32 + j] = std::nearbyint(x[b * 32 + j] * id) * d;
+    }
+  } else if (t == DType::kQ4_K || t == DType::kQ6_K) {
+    std::vector<BlockQ8_K> q(x.size() / 256);
+    QuantizeRow(DType::kQ8_K, x.data(), q.data(), x.size());
+    DequantizeRow(DType::kQ8_K, q.data(), out.data(), x.size());
+  } else {
+    out = x;
+  }
+  return out;
+}
+
+struct Case {
+  DType type;
+  int64_t in;
+};
+
+class MatMulTest : public testing::SimdTargetTest {};
+
+// For each type: SIMD == oracle on the quantised activations up to float
+// summation order (tight), and == plain oracle up to activation quantisation.
+TEST_P(MatMulTest, MatchesReferenceAllTypes) {
+  const Case cases[] = {
+      {DType::kF32, 37},   {DType::kF32, 224},  {DType::kF16, 37},  {DType::kF16, 200},
+      {DType::kBF16, 37},  {DType::kBF16, 96},  {DType::kQ8_0, 224}, {DType::kQ4_0, 224},
+      {DType::kQ4_K, 768}, {DType::kQ6_K, 768},
+  };
+  ThreadPool pool(3);
+  for (const Case& c : cases) {
+    for (int64_t rows : {1, 7, 33}) {
+      for (int64_t n : {1, 3, 6, 9}) {
+        SCOPED_TRACE(std::string(DTypeName(c.type)) + " in=" + std::to_string(c.in) +
+                     " rows=" + std::to_string(rows) + " n=" + std::to_string(n));
+        const Weights w = MakeWeights(c.type, c.in, rows, 11 + rows);
+        const auto x = RandomVec(c.in * n, 5 + n, 0.5f);
+        std::vector<float> y(n * rows), yq(n * rows), yref(n * rows);
+        kernels::MatMul(w.view, x.data(), n, y.data(), pool);
+        MatMul(w.view, x.data(), n, yref.data());
+        std::vector<float> xq(x.size());
+        for (int64_t t = 0; t < n; ++t) {
+          std::vector<float> xt(x.begin() + t * c.in, x.begin() + (t + 1) * c.in);
+          const auto q = QuantisedActivations(c.type, xt);
+          std::copy(q.begin(), q.end(), xq.begin() + t * c.in);
+        }
+        MatMul(w.view, xq.data(), n, yq.data());
+        // Scale of the sums: sum |w| |x| per output.
+        std::vector<float> wrow(c.in);
+        for (int64_t r = 0; r < rows; ++r) {
+          kernels::ref::GetRow(w.view, r, wrow.data());
+          for (int64_t t = 0; t < n; ++t) {
+            double mag = 0;
+            for (int64_t i = 0; i < c.in; ++i) mag += std::fabs(wrow[i] * x[t * c.in + i]);
+            const float got = y[t * rows + r];
+            ASSERT_NEAR(got, yq[t * rows + r], 1e-5 * mag + 1e-6) << "r=" << r << " t=" << t;
+            const bool quant_act = c.type == DType::kQ8_0 || c.type == DType::kQ4_0 ||
+                                   c.type == DType::kQ4_K || c.type == DType::kQ6_K;
+            ASSERT_NEAR(got, yref[t * rows + r], (quant_act ? 1.5e-2 : 1e-5) * mag + 1e-6)
+                << "r=" << r << " t=" << t;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(MatMulTest, DeterministicAcrossThreadsAndTiles) {
+  for (DType t : {DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(t));
+    const int64_t in = 512, rows = 133, n = 7;
+    const Weights w = MakeWeights(t, in, rows, 3);
+    const auto x = RandomVec(in * n, 9);
+    ThreadPool p1(1), p3(3);
+    std::vector<float> y1(n * rows), y3(n * rows), yv(rows);
+    kernels::MatMul(w.view, x.data(), n, y1.data(), p1);
+    kernels::MatMul(w.view, x.data(), n, y3.data(), p3);
+    ASSERT_EQ(0, std::memcmp(y1.data(), y3.data(), y1.size() * sizeof(float)));
+    // Token t of a batch equals a lone MatVec of x[t], bit for bit.
+    for (int64_t tok = 0; tok < n; ++tok) {
+      kernels::MatVec(w.view, x.data() + tok * in, yv.data(), p3);
+      ASSERT_EQ(0, std::memcmp(yv.data(), y1.data() + tok * rows, rows * sizeof(float))) << tok;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, MatMulTest, ::testing::ValuesIn(testing::CompiledSimdTargets()),
+                         testing::TargetParamName);
+
+}  // namespace
+}  // namespace skipkv
