@@ -1,0 +1,416 @@
+// Policies + KvCompressor on real SequenceKvCaches: the §6.13 invariants over
+// a simulated long decode for every policy, the schedule and capacity bound,
+// padded mode, per-sequence independence in a batch, configuration errors,
+// statistics and the eviction trace.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kv/kv_compressor.h"
+#include "kv/kv_policy.h"
+#include "kv/score_adjust.h"
+#include "util/thread_pool.h"
+
+namespace skipkv {
+namespace {
+
+constexpr int kLayers = 3, kHeads = 4, kKvHeads = 2, kDim = 16;
+
+KvCacheShape Shape(const KvPolicyConfig& cfg, KvDType dtype = KvDType::kF32) {
+  KvCacheShape s;
+  s.n_layers = kLayers;
+  s.n_heads = kHeads;
+  s.n_kv_heads = kKvHeads;
+  s.head_dim = kDim;
+  s.dtype = dtype;
+  ConfigureCacheShape(cfg, &s);
+  return s;
+}
+
+// Feeds tokens into a cache the way the forward pass does: per layer, append
+// K/V (random), push the query, and (for H2O) accumulate some attention.
+class FakeModel {
+ public:
+  explicit FakeModel(uint64_t seed) : rng_(seed) {}
+  void Feed(SequenceKvCache& cache, int32_t gen_pos, bool valid) {
+    std::vector<float> k(kKvHeads * kDim), v(kKvHeads * kDim), q(kHeads * kDim);
+    for (int layer = 0; layer < cache.shape().n_layers; ++layer) {
+      for (auto& x : k) x = nd_(rng_);
+      for (auto& x : v) x = nd_(rng_);
+      for (auto& x : q) x = nd_(rng_);
+      // Some near-duplicate keys so the redundancy term has clusters.
+      if (gen_pos % 5 == 0)
+        for (int i = 0; i < kDim; ++i) k[i] = 1.f + 0.1f * k[i];
+      cache.Append(layer, k.data(), v.data(), gen_pos, valid);
+      cache.PushQuery(layer, q.data());
+      for (int h = 0; h < kKvHeads; ++h) {
+        float* acc = cache.AttentionScore(layer, h);
+        if (!acc) continue;
+        const uint8_t* vl = cache.Valid(layer, h);
+        for (int64_t s = 0; s < cache.size(layer); ++s)
+          if (vl[s]) acc[s] += std::abs(nd_(rng_)) / (1 + s % 7);
+      }
+    }
+  }
+
+ private:
+  std::mt19937 rng_;
+  std::normal_distribution<float> nd_;
+};
+
+// Checks §6.13 on every layer: exactly B slots per head after a compression
+// (all heads equal), gen_pos strictly increasing, the last R slots are the R
+// most recent positions (l − R .. l − 1).
+void ExpectCompressedInvariants(const SequenceKvCache& cache, const KvPolicy& policy, int layer, int64_t l) {
+  const int64_t r = policy.recent_window();
+  ASSERT_EQ(cache.size(layer), policy.budget()) << policy.name() << " layer " << layer;
+  for (int h = 0; h < kKvHeads; ++h) {
+    const int32_t* gp = cache.GenPos(layer, h);
+    for (int64_t i = 1; i < cache.size(layer); ++i) ASSERT_LT(gp[i - 1], gp[i]) << policy.name();
+    for (int64_t i = 0; i < r; ++i) {
+      ASSERT_EQ(gp[cache.size(layer) - r + i], l - r + i) << policy.name() << " layer " << layer << " head " << h;
+    }
+  }
+}
+
+struct Sim {
+  int64_t max_slots = 0;
+  int compressions = 0;
+};
+
+// Prefill `prompt` tokens (the first n_pad invalid), then decode `steps`
+// tokens, calling the compressor after every forward and checking the
+// schedule, the capacity bound and the invariants.
+Sim Simulate(const KvPolicyConfig& cfg, int64_t prompt, int64_t n_pad, int64_t steps, uint64_t seed,
+             SequenceKvCache* out_cache = nullptr) {
+  auto comp_or = KvCompressor::Create(cfg, 0);
+  EXPECT_TRUE(comp_or.ok()) << comp_or.status().ToString();
+  auto& comp = **comp_or;
+  EXPECT_TRUE(comp.Reset(n_pad).ok());
+  const int64_t cap = CacheCapacity(cfg, prompt);
+  SequenceKvCache cache(Shape(cfg), cap == SequenceKvCache::kUnbounded ? 16 : cap, cap);
+  FakeModel model(seed);
+  Sim sim;
+  EXPECT_TRUE(cache.Reserve(prompt).ok());
+  for (int64_t p = 0; p < prompt; ++p) model.Feed(cache, static_cast<int32_t>(p), p >= n_pad);
+  comp.AfterForward(cache, 0, prompt, ForwardKind::kPrefill);
+  const bool evicts = comp.policy().evicts();
+  if (evicts && prompt > cfg.budget) {
+    for (int layer = 0; layer < kLayers; ++layer) ExpectCompressedInvariants(cache, comp.policy(), layer, prompt);
+    ++sim.compressions;
+  }
+  for (int64_t l = prompt; l < prompt + steps; ++l) {
+    EXPECT_TRUE(cache.Reserve(1).ok()) << "capacity exceeded at l=" << l;
+    model.Feed(cache, static_cast<int32_t>(l), true);
+    sim.max_slots = std::max(sim.max_slots, cache.size(0));
+    const int64_t before = cache.size(0);
+    comp.AfterForward(cache, l, l + 1, ForwardKind::kDecode);
+    const bool due = evicts && l > 0 && l % cfg.interval == 0 && before > cfg.budget;
+    if (due) {
+      ++sim.compressions;
+      for (int layer = 0; layer < kLayers; ++layer) ExpectCompressedInvariants(cache, comp.policy(), layer, l + 1);
+    } else {
+      EXPECT_EQ(cache.size(0), before) << comp.policy().name() << " compressed off-schedule at l=" << l;
+    }
+    if (evicts) {
+      EXPECT_LE(cache.size(0), std::max(prompt, cfg.budget + cfg.interval));
+    }
+  }
+  EXPECT_EQ(comp.stats().compressions, sim.compressions);
+  if (out_cache) *out_cache = std::move(cache);
+  return sim;
+}
+
+KvPolicyConfig Config(const std::string& policy, int64_t budget = 24, int window = 4, int64_t interval = 8) {
+  KvPolicyConfig c;
+  c.policy = policy;
+  c.budget = budget;
+  c.window = window;
+  c.interval = interval;
+  return c;
+}
+
+class EveryPolicy : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryPolicy, LongDecodeKeepsInvariantsAndCapacity) {
+  const auto cfg = Config(GetParam());
+  // Prompt longer than B (prompt compression) and shorter than B.
+  for (int64_t prompt : {30, 10}) {
+    const Sim sim = Simulate(cfg, prompt, 0, 300, 42);
+    EXPECT_GT(sim.compressions, 30) << GetParam();
+    EXPECT_EQ(sim.max_slots, cfg.budget + cfg.interval) << GetParam();
+  }
+}
+
+TEST_P(EveryPolicy, PaddedModeKeepsEveryPad) {
+  auto cfg = Config(GetParam(), 32, 4, 8);
+  cfg.pad_policy = PadPolicy::kPadded;
+  const int64_t n_pad = 6;
+  SequenceKvCache cache(Shape(cfg), 1, 1);
+  Simulate(cfg, 40, n_pad, 193, 7, &cache);  // the last forward (l0 = 232) compresses
+  for (int layer = 0; layer < kLayers; ++layer) {
+    for (int h = 0; h < kKvHeads; ++h) {
+      const int32_t* gp = cache.GenPos(layer, h);
+      const uint8_t* vl = cache.Valid(layer, h);
+      int64_t pads = 0;
+      for (int64_t i = 0; i < cache.size(layer); ++i) {
+        if (!vl[i]) {
+          EXPECT_EQ(gp[i], pads) << "pads stay in the first slots";
+          ++pads;
+        }
+      }
+      EXPECT_EQ(pads, n_pad) << GetParam();
+      EXPECT_EQ(cache.size(layer) - pads, cfg.budget - n_pad) << "real slots = B − Δpad";
+    }
+  }
+}
+
+TEST_P(EveryPolicy, BudgetNeverReachedLeavesCacheUntouched) {
+  const auto cfg = Config(GetParam(), 1000, 4, 8);
+  SequenceKvCache cache(Shape(cfg), 1, 1);
+  const Sim sim = Simulate(cfg, 20, 0, 100, 3, &cache);
+  EXPECT_EQ(sim.compressions, 0);
+  for (int layer = 0; layer < kLayers; ++layer) {
+    ASSERT_EQ(cache.size(layer), 120);
+    for (int64_t i = 0; i < 120; ++i) EXPECT_EQ(cache.GenPos(layer, 1)[i], i);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kv, EveryPolicy,
+                         ::testing::Values("streaming", "h2o", "h2o_rkv", "h2o_acc", "snapkv", "rkv"));
+
+TEST(KvPolicy, FullNeverEvicts) {
+  const auto cfg = Config("full");
+  SequenceKvCache cache(Shape(cfg), 1, 1);
+  Simulate(cfg, 30, 0, 200, 5, &cache);
+  for (int layer = 0; layer < kLayers; ++layer) {
+    ASSERT_EQ(cache.size(layer), 230);
+    for (int64_t i = 0; i < 230; ++i) ASSERT_EQ(cache.GenPos(layer, 0)[i], i);
+  }
+  EXPECT_EQ(CacheCapacity(cfg, 30), SequenceKvCache::kUnbounded);
+}
+
+TEST(KvPolicy, StreamingKeepsSinksAndRecent) {
+  const auto cfg = Config("streaming", 24, 4, 8);
+  SequenceKvCache cache(Shape(cfg), 1, 1);
+  Simulate(cfg, 30, 0, 37, 5, &cache);  // last compression at l0 = 64 -> l = 65, then 2 appends
+  const int32_t* gp = cache.GenPos(0, 0);
+  ASSERT_EQ(cache.size(0), 26);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(gp[i], i);
+  for (int i = 4; i < 26; ++i) EXPECT_EQ(gp[i], 65 - 20 + (i - 4));
+}
+
+TEST(KvPolicy, H2oAccKeepsTheHeaviestAccumulators) {
+  // Accumulators chosen so the heavy hitters are known: slot s gets s % 3 == 0
+  // ? 10 : 1. B = 8, heavy = recent = 4; 12 slots: candidates 0..7 (recent
+  // 8..11); heavy = the 4 largest among 0..7: slots 0, 3, 6 (10) and then the
+  // lowest of the ties at 1: slot 1.
+  auto cfg = Config("h2o_acc", 8, 2, 4);
+  auto comp = KvCompressor::Create(cfg, 0);
+  ASSERT_TRUE(comp.ok());
+  SequenceKvCache cache(Shape(cfg), 16, 16);
+  FakeModel model(1);
+  for (int p = 0; p < 12; ++p) model.Feed(cache, p, true);
+  for (int layer = 0; layer < kLayers; ++layer)
+    for (int h = 0; h < kKvHeads; ++h)
+      for (int s = 0; s < 12; ++s) cache.AttentionScore(layer, h)[s] = s % 3 == 0 ? 10.f : 1.f;
+  EXPECT_EQ((*comp)->CompressNow(cache, 12), kLayers);
+  const std::vector<int32_t> want = {0, 1, 3, 6, 8, 9, 10, 11};
+  for (int layer = 0; layer < kLayers; ++layer)
+    for (int h = 0; h < kKvHeads; ++h) {
+      EXPECT_EQ(std::vector<int32_t>(cache.GenPos(layer, h), cache.GenPos(layer, h) + 8), want);
+      EXPECT_EQ(cache.AttentionScore(layer, h)[2], 10.f) << "accumulators move with their slots";
+    }
+}
+
+TEST(KvPolicy, ScheduleFollowsRkv) {
+  auto comp = KvCompressor::Create(Config("rkv", 24, 4, 128), 0);
+  ASSERT_TRUE(comp.ok());
+  const auto& c = **comp;
+  EXPECT_FALSE(c.Scheduled(0, 1, ForwardKind::kDecode));      // l0 = 0 never
+  EXPECT_TRUE(c.Scheduled(128, 129, ForwardKind::kDecode));
+  EXPECT_FALSE(c.Scheduled(127, 128, ForwardKind::kDecode));  // fires in the *next* forward
+  EXPECT_TRUE(c.Scheduled(256, 257, ForwardKind::kDecode));
+  EXPECT_TRUE(c.Scheduled(120, 130, ForwardKind::kDecode));   // multi-token forward crossing 128
+  EXPECT_FALSE(c.Scheduled(129, 200, ForwardKind::kDecode));
+  EXPECT_TRUE(c.Scheduled(0, 500, ForwardKind::kPrefill));
+  EXPECT_FALSE(c.Scheduled(0, 500, ForwardKind::kPrefillPartial));
+  EXPECT_EQ(CacheCapacity(Config("rkv", 1024, 8, 128), 100), 1152);
+  EXPECT_EQ(CacheCapacity(Config("rkv", 1024, 8, 128), 3000), 3000);
+}
+
+TEST(KvPolicy, BatchRowsAreIndependent) {
+  // Two sequences decoded together (shared policy, one pool, interleaved
+  // calls) keep exactly what each keeps when decoded alone.
+  const auto cfg = Config("rkv", 24, 4, 8);
+  auto policy = CreateKvPolicy(cfg);
+  ASSERT_TRUE(policy.ok());
+  ThreadPool pool(2);
+  auto run = [&](std::vector<uint64_t> seeds) {
+    std::vector<SequenceKvCache> caches;
+    std::vector<KvCompressor> comps;
+    std::vector<FakeModel> models;
+    for (size_t r = 0; r < seeds.size(); ++r) {
+      caches.emplace_back(Shape(cfg), 32, 32);
+      comps.emplace_back(*policy, static_cast<int64_t>(r));
+      models.emplace_back(seeds[r]);
+    }
+    for (int64_t l = 0; l < 100; ++l) {
+      for (size_t r = 0; r < seeds.size(); ++r) {
+        EXPECT_TRUE(caches[r].Reserve(1).ok());
+        models[r].Feed(caches[r], static_cast<int32_t>(l), true);
+        comps[r].AfterForward(caches[r], l, l + 1, ForwardKind::kDecode, &pool);
+      }
+    }
+    std::vector<std::vector<int32_t>> kept;
+    for (auto& c : caches)
+      for (int layer = 0; layer < kLayers; ++layer)
+        for (int h = 0; h < kKvHeads; ++h)
+          kept.emplace_back(c.GenPos(layer, h), c.GenPos(layer, h) + c.size(layer));
+    return kept;
+  };
+  const auto alone0 = run({11}), alone1 = run({22}), together = run({11, 22});
+  const size_t per_row = kLayers * kKvHeads;
+  ASSERT_EQ(together.size(), 2 * per_row);
+  for (size_t i = 0; i < per_row; ++i) {
+    EXPECT_EQ(together[i], alone0[i]);
+    EXPECT_EQ(together[per_row + i], alone1[i]);
+  }
+  EXPECT_NE(alone0, alone1) << "different data must give different kept sets";
+}
+
+TEST(KvPolicy, PenaltyEvictsAPenalisedRangeFirst) {
+  // §6.13: a range with λ ≥ 0.95 is evicted before any unpenalised token (rkv
+  // scores lie in [−0.9, 0.1]), as long as enough unpenalised candidates exist.
+  const auto cfg = Config("rkv", 24, 4, 8);
+  auto comp = KvCompressor::Create(cfg, 0);
+  ASSERT_TRUE(comp.ok());
+  GenPosRangePenalty pen;
+  pen.Add(5, 12, 0.95f);
+  (*comp)->set_score_adjuster(&pen);
+  SequenceKvCache cache(Shape(cfg), 32, 32);
+  FakeModel model(3);
+  for (int p = 0; p < 32; ++p) model.Feed(cache, p, true);
+  (*comp)->CompressNow(cache, 32);
+  // 28 candidates, 20 kept, 8 penalised: all 8 evicted.
+  for (int layer = 0; layer < kLayers; ++layer)
+    for (int h = 0; h < kKvHeads; ++h)
+      for (int64_t i = 0; i < cache.size(layer); ++i) {
+        const int32_t g = cache.GenPos(layer, h)[i];
+        EXPECT_TRUE(g < 5 || g > 12) << "penalised position " << g << " survived";
+      }
+}
+
+TEST(KvPolicy, StatsAccountBytesExactly) {
+  const auto cfg = Config("snapkv", 24, 4, 8);
+  auto comp = KvCompressor::Create(cfg, 0);
+  ASSERT_TRUE(comp.ok());
+  SequenceKvCache cache(Shape(cfg, KvDType::kF16), 32, 32);
+  FakeModel model(2);
+  for (int64_t l = 0; l < 100; ++l) {
+    ASSERT_TRUE(cache.Reserve(1).ok());
+    model.Feed(cache, static_cast<int32_t>(l), true);
+    (*comp)->AfterForward(cache, l, l + 1, ForwardKind::kDecode);
+  }
+  const auto& s = (*comp)->stats();
+  const size_t row_bytes = kDim * 2 /*f16*/ * 2 /*K and V*/ * kKvHeads * kLayers;
+  EXPECT_EQ(s.peak_slots, 32);
+  EXPECT_EQ(s.peak_live_kv_bytes, 32 * row_bytes);
+  EXPECT_EQ(s.live_kv_bytes, cache.LiveKvBytes());
+  EXPECT_EQ(s.allocated_kv_bytes, 32 * row_bytes);
+  // Compressions at l0 = 24 (25 slots), 32, ..., 96: 10; each evicts (N − 24) per head per layer.
+  EXPECT_EQ(s.compressions, 10);
+  EXPECT_EQ(s.layer_compressions, 10 * kLayers);
+  EXPECT_EQ(s.slots_evicted, (1 + 9 * 8) * kKvHeads * kLayers);
+  EXPECT_GT(s.seconds, 0.0);
+}
+
+TEST(KvPolicy, TraceWritesKeptRunsForSelectedLayers) {
+  auto cfg = Config("rkv", 24, 4, 8);
+  cfg.trace_path = ::testing::TempDir() + "kv_trace_test.jsonl";
+  cfg.trace_layers = {1};
+  auto comp = KvCompressor::Create(cfg, 7);
+  ASSERT_TRUE(comp.ok());
+  SequenceKvCache cache(Shape(cfg), 32, 32);
+  FakeModel model(4);
+  for (int64_t l = 0; l < 50; ++l) {
+    ASSERT_TRUE(cache.Reserve(1).ok());
+    model.Feed(cache, static_cast<int32_t>(l), true);
+    (*comp)->AfterForward(cache, l, l + 1, ForwardKind::kDecode);
+  }
+  comp->reset();  // closes the file
+  std::ifstream in(cfg.trace_path);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["seq"], 7);
+    EXPECT_EQ(j["layer"], 1);
+    int64_t kept = 0;
+    for (const auto& head : j["kept"]) {
+      kept = 0;
+      for (const auto& run : head) kept += run[1].get<int64_t>() - run[0].get<int64_t>() + 1;
+      EXPECT_EQ(kept, 24);
+    }
+    EXPECT_EQ(j["kept"].size(), static_cast<size_t>(kKvHeads));
+    ++lines;
+  }
+  EXPECT_EQ(lines, 4);  // l0 = 24, 32, 40, 48
+  std::remove(cfg.trace_path.c_str());
+}
+
+// ---- Configuration errors -----------------------------------------------------
+
+std::string Error(const KvPolicyConfig& c) { return ValidateKvPolicyConfig(c).message(); }
+
+TEST(KvPolicyConfigTest, RejectsBadConfigurationsWithClearMessages) {
+  EXPECT_TRUE(ValidateKvPolicyConfig(Config("rkv", 1024, 8, 128)).ok());
+  auto unknown = Error(Config("lru"));
+  EXPECT_NE(unknown.find("unknown KV policy 'lru'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("full, streaming, h2o, h2o_rkv, h2o_acc, snapkv, rkv"), std::string::npos) << unknown;
+  EXPECT_FALSE(CreateKvPolicy(Config("lru")).ok());
+  auto small = Error(Config("rkv", 8, 8, 128));
+  EXPECT_NE(small.find("budget (8) must be larger than the window (8)"), std::string::npos) << small;
+  EXPECT_NE(Error(Config("snapkv", 64, 8, 0)).find("interval (0)"), std::string::npos);
+  EXPECT_NE(Error(Config("snapkv", 64, 8, -5)).find("interval (-5)"), std::string::npos);
+  EXPECT_NE(Error(Config("rkv", 64, 0, 8)).find("window (0)"), std::string::npos);
+  auto lam = Config("rkv");
+  lam.mix_lambda = 1.5f;
+  EXPECT_NE(Error(lam).find("mix_lambda"), std::string::npos);
+  auto h2o = Config("h2o_acc", 64, 8, 8);
+  h2o.h2o_heavy = 40;
+  h2o.h2o_recent = 40;
+  EXPECT_NE(Error(h2o).find("sum to the budget (64)"), std::string::npos) << Error(h2o);
+  h2o.h2o_recent = -1;  // automatic: 64 − 40
+  EXPECT_TRUE(ValidateKvPolicyConfig(h2o).ok());
+  auto sinks = Config("streaming", 16, 8, 8);
+  sinks.streaming_sinks = 9;
+  EXPECT_NE(Error(sinks).find("streaming_sinks (9)"), std::string::npos);
+  // full ignores the budget fields.
+  EXPECT_TRUE(ValidateKvPolicyConfig(Config("full", 0, 0, 0)).ok());
+}
+
+TEST(KvPolicyConfigTest, PadLengthsAreCheckedAgainstTheBudget) {
+  auto cfg = Config("rkv", 32, 8, 8);
+  const std::vector<int64_t> ok_pads = {0, 3, 23}, bad_pads = {0, 24, 5};
+  EXPECT_FALSE(ValidatePadLens(cfg, ok_pads).ok()) << "ragged mode has no pads";
+  EXPECT_NE(ValidatePadLens(cfg, ok_pads).message().find("ragged"), std::string::npos);
+  cfg.pad_policy = PadPolicy::kPadded;
+  EXPECT_TRUE(ValidatePadLens(cfg, ok_pads).ok());  // 32 − 8 = 24 > 23
+  const auto msg = ValidatePadLens(cfg, bad_pads).message();
+  EXPECT_NE(msg.find("row 1 has Δpad = 24"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("at most 23"), std::string::npos) << msg;
+  auto comp = KvCompressor::Create(cfg, 0);
+  ASSERT_TRUE(comp.ok());
+  EXPECT_FALSE((*comp)->Reset(24).ok());
+  EXPECT_TRUE((*comp)->Reset(23).ok());
+  EXPECT_EQ((*comp)->stats().effective_budget, 32 - 23);
+}
+
+}  // namespace
+}  // namespace skipkv
