@@ -32,6 +32,7 @@ Status ParsePreTokenizer(const json& pt, TokenizerSpec* spec, bool* byte_level) 
   if (type == "Split") {
     if (!spec->pre_regex.empty()) return Unsupported("pre_tokenizer with more than one Split regex");
     const json& pattern = pt.at("pattern");
+    if (!pattern.is_object()) return CorruptData("pre_tokenizer Split pattern is not an object");
     if (!pattern.contains("Regex")) return Unsupported("pre_tokenizer Split with a literal String pattern");
     if (pt.value("behavior", "") != "Isolated" || pt.value("invert", false)) {
       return Unsupported("pre_tokenizer Split with behavior '" + pt.value("behavior", "") +
