@@ -238,7 +238,13 @@ StatusOr<ModelConfig> ModelConfigFromSource(const ModelSource& source) {
                              " but tensor 'token_embd.weight' has " + std::to_string(c.vocab_size) + " rows");
     }
   }
-  c.tied_embeddings = source.FindTensor("output.weight") == nullptr;
+  // Tied LM head: no output.weight, or the HF importer's explicit flag.
+  const bool has_output = source.FindTensor("output.weight") != nullptr;
+  SKIPKV_ASSIGN_OR_RETURN(bool tie_flag, md.GetBoolOr(kKeyTieEmbeddings, !has_output));
+  if (!tie_flag && !has_output) {
+    return NotFound(std::string("tensor 'output.weight' is missing and '") + kKeyTieEmbeddings + "' is false");
+  }
+  c.tied_embeddings = tie_flag || !has_output;
   c.qkv_bias = source.FindTensor("blk.0.attn_q.bias") != nullptr;
   return c;
 }

@@ -44,6 +44,7 @@ struct ModelConfig {
 // Metadata keys (besides the <arch>.* ones above).
 inline constexpr const char* kKeyArchitecture = "general.architecture";
 inline constexpr const char* kKeyRopeLayout = "skipkv.rope_layout";  // "rotate_half" | "adjacent_pairs"
+inline constexpr const char* kKeyTieEmbeddings = "skipkv.tie_word_embeddings";  // bool (HF importer)
 
 // Reads and validates the configuration of `source`: metadata plus the tensor
 // facts that metadata does not carry (vocabulary size, q/k/v biases, tied
