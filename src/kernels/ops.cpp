@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <vector>
 
 #include "kernels/simd_internal.h"
 #include "tensor/quant.h"
@@ -75,16 +76,46 @@ void MatVec(const TensorView& w, const float* x, float* y, ThreadPool& pool) { M
 void GetRow(const TensorView& w, int64_t row, float* out) { ref::GetRow(w, row, out); }
 
 void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
-  ref::RmsNorm(x, weight, n, eps, out);
+  internal::RmsNormSimd(x, weight, n, eps, out);
 }
 void Rope(float* x, int n_heads, int head_dim, int64_t pos, const RopeParams& p) {
-  ref::Rope(x, n_heads, head_dim, pos, p);
+  const int rot = p.rot_dim > 0 ? p.rot_dim : head_dim;
+  SKIPKV_CHECK(rot % 2 == 0 && rot <= head_dim);
+  internal::RopeSimd(x, n_heads, head_dim, pos, p);
 }
-void Softmax(float* x, int64_t n) { ref::Softmax(x, n); }
-void SiluMul(const float* gate, const float* up, float* out, int64_t n) { ref::SiluMul(gate, up, out, n); }
-void Add(float* y, const float* x, int64_t n) { ref::Add(y, x, n); }
+void Softmax(float* x, int64_t n) { internal::SoftmaxSimd(x, n); }
+void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
+  internal::SiluMulSimd(gate, up, out, n);
+}
+void Add(float* y, const float* x, int64_t n) { internal::AddSimd(y, x, n); }
+
 void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks, ThreadPool& pool) {
-  ref::Attention(shape, tasks);
+  SKIPKV_CHECK(shape.n_kv_heads > 0 && shape.n_heads % shape.n_kv_heads == 0);
+  SKIPKV_CHECK(shape.kv_type == DType::kF16 || shape.kv_type == DType::kF32);
+  if (shape.head_dim % 8 != 0) {  // the SIMD kernel works in 8-float chunks of a head
+    ref::Attention(shape, tasks);
+    return;
+  }
+  LogTargetOnce();
+  // Work items: (task, KV head), each owning all queries of the GQA group, so
+  // every K/V row is read once per tile of queries. Long prefills split their
+  // queries into chunks -- unless attn_accum is requested, whose per-slot sums
+  // must be made by one item in a fixed order.
+  const int group = shape.n_heads / shape.n_kv_heads;
+  constexpr int64_t kChunk = 4 * internal::kAttnQueryTile;
+  std::vector<internal::AttnItem> items;
+  for (const AttentionTask& t : tasks) {
+    const int64_t nq = static_cast<int64_t>(t.n_q) * group;
+    const int64_t chunk = t.attn_accum != nullptr ? nq : kChunk;
+    for (int h = 0; h < shape.n_kv_heads; ++h) {
+      for (int64_t q0 = 0; q0 < nq; q0 += chunk) items.push_back({&t, h, q0, std::min(nq, q0 + chunk)});
+    }
+  }
+  pool.Run(static_cast<int64_t>(items.size()), [&](int64_t i, int) {
+    thread_local AlignedBuffer scratch;
+    const size_t floats = internal::AttnScratchFloats(shape, items[i].task->n_slots);
+    internal::AttentionItem(shape, items[i], reinterpret_cast<float*>(Scratch(scratch, floats * sizeof(float))));
+  });
 }
 
 const char* SimdTargetName() { return internal::TargetNameSimd(); }

@@ -1,0 +1,208 @@
+// Kernel microbenchmarks on the R1-Distill-Qwen-1.5B shapes (hidden 1536,
+// FFN 8960, vocab 151936, 12 query heads / 2 KV heads of 128).
+//   BM_MatVec   decode matvec per weight type; counter GB/s = weight bytes / s.
+//               "cold" rotates over copies of the matrix totalling >= 256 MiB
+//               so the weights stream from DRAM (decode reality); "hot" reuses
+//               one copy (cache-resident when it fits).
+//   BM_MatMul   prefill / batched-decode GEMM; counter GFLOP/s = 2 rows in n / s.
+//   BM_AttentionDecode  one decode step's attention for `tasks` sequences at
+//               4096 cached keys; counter us_per_token = us per cached token per
+//               sequence (one layer, all heads), comparable to llama.cpp's figure
+//               divided by the number of layers.
+// Threads: argument `threads` (default machine: 2 cores). The 151936-row
+// output projection is only registered with SKIPKV_BENCH_HUGE=1.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "tensor/quant.h"
+#include "util/aligned_buffer.h"
+
+namespace skipkv {
+namespace {
+
+constexpr DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,
+                            DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+struct Shape {
+  int64_t rows, in;
+};
+constexpr Shape kShapes[] = {{1536, 1536}, {8960, 1536}, {1536, 8960}, {151936, 1536}};
+
+// Quantised random weights, built once per (type, shape) and cached; `copies`
+// distinct buffers (copies of the same bytes) let a benchmark defeat the caches.
+struct Matrix {
+  std::vector<AlignedBuffer> copies;
+  TensorView view;
+};
+
+Matrix& GetMatrix(DType t, Shape s, int copies) {
+  static std::map<std::tuple<int, int64_t, int64_t, int>, std::unique_ptr<Matrix>> cache;
+  auto key = std::make_tuple(static_cast<int>(t), s.rows, s.in, copies);
+  auto& slot = cache[key];
+  if (!slot) {
+    slot = std::make_unique<Matrix>();
+    const size_t row_bytes = RowBytes(t, s.in);
+    AlignedBuffer first(row_bytes * s.rows);
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.f, 0.05f);
+    std::vector<float> row(s.in);
+    for (int64_t r = 0; r < s.rows; ++r) {
+      for (auto& v : row) v = nd(rng);
+      QuantizeRow(t, row.data(), first.as<uint8_t>() + r * row_bytes, s.in);
+    }
+    for (int c = 1; c < copies; ++c) {
+      AlignedBuffer b(first.size());
+      std::memcpy(b.data(), first.data(), first.size());
+      slot->copies.push_back(std::move(b));
+    }
+    slot->copies.insert(slot->copies.begin(), std::move(first));
+    slot->view.name = "bench";
+    slot->view.type = t;
+    slot->view.n_dims = 2;
+    slot->view.ne = {s.in, s.rows, 1, 1};
+  }
+  return *slot;
+}
+
+std::vector<float> RandomActs(int64_t n) {
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd;
+  std::vector<float> x(n);
+  for (auto& v : x) v = nd(rng);
+  return x;
+}
+
+// Args: type index, shape index, threads, cold (0/1).
+void BM_MatVec(benchmark::State& state) {
+  const DType t = kTypes[state.range(0)];
+  const Shape s = kShapes[state.range(1)];
+  const int threads = static_cast<int>(state.range(2));
+  const bool cold = state.range(3) != 0;
+  const size_t bytes = RowBytes(t, s.in) * s.rows;
+  const int copies = cold ? static_cast<int>(std::max<size_t>(1, (256u << 20) / bytes + 1)) : 1;
+  Matrix& m = GetMatrix(t, s, copies);
+  ThreadPool pool(threads);
+  const auto x = RandomActs(s.in);
+  std::vector<float> y(s.rows);
+  TensorView v = m.view;
+  size_t i = 0;
+  for (auto _ : state) {
+    v.data = m.copies[i++ % m.copies.size()].as<uint8_t>();
+    kernels::MatVec(v, x.data(), y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(1e-9 * static_cast<double>(bytes) * state.iterations(),
+                                              benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(DTypeName(t)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.in) +
+                 (cold ? " cold" : " hot") + " target=" + kernels::SimdTargetName());
+}
+
+void MatVecArgs(benchmark::internal::Benchmark* b) {
+  const bool huge = std::getenv("SKIPKV_BENCH_HUGE") != nullptr;
+  for (int ti = 0; ti < 7; ++ti) {
+    for (int si = 0; si < (huge ? 4 : 3); ++si) {
+      for (int threads : {1, 2}) b->Args({ti, si, threads, 1});
+    }
+    b->Args({ti, 0, 2, 0});  // small matrix, cache-resident
+  }
+}
+BENCHMARK(BM_MatVec)->Apply(MatVecArgs)->ArgNames({"type", "shape", "threads", "cold"})->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// Args: type index, shape index, tokens, threads.
+void BM_MatMul(benchmark::State& state) {
+  const DType t = kTypes[state.range(0)];
+  const Shape s = kShapes[state.range(1)];
+  const int64_t n = state.range(2);
+  ThreadPool pool(static_cast<int>(state.range(3)));
+  Matrix& m = GetMatrix(t, s, 1);
+  TensorView v = m.view;
+  v.data = m.copies[0].as<uint8_t>();
+  const auto x = RandomActs(s.in * n);
+  std::vector<float> y(s.rows * n);
+  for (auto _ : state) {
+    kernels::MatMul(v, x.data(), n, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(1e-9 * 2.0 * s.rows * s.in * n * state.iterations(),
+                                                 benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(DTypeName(t)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.in) +
+                 " n=" + std::to_string(n));
+}
+void MatMulArgs(benchmark::internal::Benchmark* b) {
+  for (int ti = 0; ti < 7; ++ti) {
+    for (int n : {16, 128}) b->Args({ti, 1, n, 2});
+  }
+}
+BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->ArgNames({"type", "shape", "n", "threads"})->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// Args: kv type (0 = f16, 1 = f32), tasks (sequences), threads. 4096 keys.
+void BM_AttentionDecode(benchmark::State& state) {
+  const DType kv = state.range(0) == 0 ? DType::kF16 : DType::kF32;
+  const int tasks = static_cast<int>(state.range(1));
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  constexpr int kHeads = 12, kKvHeads = 2, kDim = 128;
+  constexpr int64_t kSlots = 4096;
+  kernels::AttentionShape shape{kHeads, kKvHeads, kDim, kv, 1.f / std::sqrt(float(kDim))};
+  const size_t elem = kv == DType::kF16 ? 2 : 4;
+  std::mt19937 rng(4);
+  std::normal_distribution<float> nd;
+  // Per task and KV head: K and V [kSlots][kDim].
+  std::vector<AlignedBuffer> storage;
+  std::vector<std::vector<const void*>> kp(tasks), vp(tasks);
+  std::vector<std::vector<float>> q(tasks), out(tasks);
+  std::vector<kernels::AttentionTask> list(tasks);
+  for (int t = 0; t < tasks; ++t) {
+    for (int h = 0; h < kKvHeads; ++h) {
+      for (int kvv = 0; kvv < 2; ++kvv) {
+        AlignedBuffer b(kSlots * kDim * elem);
+        for (int64_t i = 0; i < kSlots * kDim; ++i) {
+          if (kv == DType::kF16) {
+            b.as<f16_t>()[i] = F32ToF16(nd(rng));
+          } else {
+            b.as<float>()[i] = nd(rng);
+          }
+        }
+        (kvv == 0 ? kp : vp)[t].push_back(b.data());
+        storage.push_back(std::move(b));
+      }
+    }
+    q[t].resize(kHeads * kDim);
+    for (auto& v : q[t]) v = nd(rng);
+    out[t].resize(kHeads * kDim);
+    list[t].q = q[t].data();
+    list[t].n_q = 1;
+    list[t].n_slots = kSlots;
+    list[t].first_query_slot = kSlots - 1;
+    list[t].k = kp[t].data();
+    list[t].v = vp[t].data();
+    list[t].out = out[t].data();
+  }
+  for (auto _ : state) {
+    kernels::Attention(shape, list, pool);
+    benchmark::DoNotOptimize(out[0].data());
+  }
+  // (tokens * 1e-6) per second, inverted = microseconds per token.
+  state.counters["us_per_token"] = benchmark::Counter(
+      1e-6 * static_cast<double>(state.iterations()) * kSlots * tasks,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["KV_GB/s"] = benchmark::Counter(
+      1e-9 * static_cast<double>(state.iterations()) * tasks * kKvHeads * 2 * kSlots * kDim * elem,
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AttentionDecode)
+    ->ArgNames({"kv_f32", "tasks", "threads"})
+    ->Args({0, 1, 1})->Args({0, 1, 2})->Args({0, 4, 2})->Args({1, 1, 2})
+    ->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace skipkv

@@ -1,0 +1,165 @@
+// SIMD elementwise kernels (RmsNorm, Rope, Softmax, SiluMul, Add), compiled
+// per Highway target. Whole vectors go through Highway; the n % lanes tail
+// uses the same formula in scalar code. Rope takes its angles from
+// rope_freq.h (shared with the reference), so only the rotation is SIMD.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/elementwise.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/rope_freq.h"
+#include "kernels/simd_internal.h"
+#include "util/check.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace skipkv::kernels::internal {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+void RmsNormT(const float* x, const float* weight, int64_t n, float eps, float* out) {
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  auto acc0 = hn::Zero(df), acc1 = hn::Zero(df);
+  int64_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto a = hn::LoadU(df, x + i), b = hn::LoadU(df, x + i + N);
+    acc0 = hn::MulAdd(a, a, acc0);
+    acc1 = hn::MulAdd(b, b, acc1);
+  }
+  float ss = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1)));
+  for (; i < n; ++i) ss += x[i] * x[i];
+  const float inv = 1.f / std::sqrt(ss / static_cast<float>(n) + eps);
+  const auto vinv = hn::Set(df, inv);
+  i = 0;
+  for (; i + N <= n; i += N) {
+    hn::StoreU(hn::Mul(hn::Mul(hn::LoadU(df, x + i), vinv), hn::LoadU(df, weight + i)), df, out + i);
+  }
+  for (; i < n; ++i) out[i] = x[i] * inv * weight[i];
+}
+
+void RopeT(float* x, int n_heads, int head_dim, int64_t pos, const RopeParams& p) {
+  const int rot = p.rot_dim > 0 ? p.rot_dim : head_dim;
+  const int half = rot / 2;
+  thread_local std::vector<float> cs;
+  cs.resize(2 * static_cast<size_t>(half));
+  float* c = cs.data();
+  float* s = cs.data() + half;
+  RopeCosSin(p, rot, pos, c, s);
+  const hn::ScalableTag<float> df;
+  const int N = static_cast<int>(hn::Lanes(df));
+  for (int h = 0; h < n_heads; ++h) {
+    float* xh = x + static_cast<int64_t>(h) * head_dim;
+    int i = 0;
+    if (p.style == RopeStyle::kRotateHalf) {
+      // (x[i], x[i + half]) -> (a c - b s, a s + b c)
+      for (; i + N <= half; i += N) {
+        const auto a = hn::LoadU(df, xh + i), b = hn::LoadU(df, xh + i + half);
+        const auto vc = hn::LoadU(df, c + i), vs = hn::LoadU(df, s + i);
+        hn::StoreU(hn::NegMulAdd(b, vs, hn::Mul(a, vc)), df, xh + i);
+        hn::StoreU(hn::MulAdd(a, vs, hn::Mul(b, vc)), df, xh + i + half);
+      }
+      for (; i < half; ++i) {
+        const float a = xh[i], b = xh[i + half];
+        xh[i] = a * c[i] - b * s[i];
+        xh[i + half] = a * s[i] + b * c[i];
+      }
+    } else {
+      // (x[2i], x[2i + 1]) -> (a c - b s, a s + b c), de-interleaved on load.
+      for (; i + N <= half; i += N) {
+        hn::Vec<decltype(df)> a, b;
+        hn::LoadInterleaved2(df, xh + 2 * i, a, b);
+        const auto vc = hn::LoadU(df, c + i), vs = hn::LoadU(df, s + i);
+        hn::StoreInterleaved2(hn::NegMulAdd(b, vs, hn::Mul(a, vc)), hn::MulAdd(a, vs, hn::Mul(b, vc)), df,
+                              xh + 2 * i);
+      }
+      for (; i < half; ++i) {
+        const float a = xh[2 * i], b = xh[2 * i + 1];
+        xh[2 * i] = a * c[i] - b * s[i];
+        xh[2 * i + 1] = a * s[i] + b * c[i];
+      }
+    }
+  }
+}
+
+void SoftmaxT(float* x, int64_t n) {
+  if (n <= 0) return;
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  auto vmax = hn::Set(df, x[0]);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) vmax = hn::Max(vmax, hn::LoadU(df, x + i));
+  float mx = hn::GetLane(hn::MaxOfLanes(df, vmax));
+  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  const auto vm = hn::Set(df, mx);
+  auto vsum = hn::Zero(df);
+  i = 0;
+  for (; i + N <= n; i += N) {
+    const auto e = hn::CallExp(df, hn::Sub(hn::LoadU(df, x + i), vm));
+    vsum = hn::Add(vsum, e);
+    hn::StoreU(e, df, x + i);
+  }
+  float sum = hn::GetLane(hn::SumOfLanes(df, vsum));
+  for (; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  const float inv = 1.f / sum;
+  const auto vinv = hn::Set(df, inv);
+  i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(df, x + i), vinv), df, x + i);
+  for (; i < n; ++i) x[i] *= inv;
+}
+
+// silu(g) * u = g / (1 + exp(-g)) * u; exp's argument is capped at 88 (its
+// valid range ends at 104), where g / (1 + e^88) is already ~0.
+void SiluMulT(const float* gate, const float* up, float* out, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const auto one = hn::Set(df, 1.f), cap = hn::Set(df, 88.f);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto g = hn::LoadU(df, gate + i);
+    const auto e = hn::CallExp(df, hn::Min(hn::Neg(g), cap));
+    hn::StoreU(hn::Mul(hn::Div(g, hn::Add(one, e)), hn::LoadU(df, up + i)), df, out + i);
+  }
+  for (; i < n; ++i) out[i] = gate[i] / (1.f + std::exp(-gate[i])) * up[i];
+}
+
+void AddT(float* y, const float* x, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  int64_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::Add(hn::LoadU(df, y + i), hn::LoadU(df, x + i)), df, y + i);
+  for (; i < n; ++i) y[i] += x[i];
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace skipkv::kernels::internal
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace skipkv::kernels::internal {
+HWY_EXPORT(RmsNormT);
+HWY_EXPORT(RopeT);
+HWY_EXPORT(SoftmaxT);
+HWY_EXPORT(SiluMulT);
+HWY_EXPORT(AddT);
+
+void RmsNormSimd(const float* x, const float* weight, int64_t n, float eps, float* out) {
+  HWY_DYNAMIC_DISPATCH(RmsNormT)(x, weight, n, eps, out);
+}
+void RopeSimd(float* x, int n_heads, int head_dim, int64_t pos, const RopeParams& p) {
+  HWY_DYNAMIC_DISPATCH(RopeT)(x, n_heads, head_dim, pos, p);
+}
+void SoftmaxSimd(float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(SoftmaxT)(x, n); }
+void SiluMulSimd(const float* gate, const float* up, float* out, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(SiluMulT)(gate, up, out, n);
+}
+void AddSimd(float* y, const float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(AddT)(y, x, n); }
+}  // namespace skipkv::kernels::internal
+#endif
