@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <numeric>
+#include <cstring>
 
 #include "model/forward.h"
 #include "model/model.h"
@@ -515,6 +516,39 @@ TEST(ModelForward, FillSyntheticKvAppendsValidSlotsAfterExisting) {
   ASSERT_EQ(rows.size(), 1u);
   for (float x : rows[0]) ASSERT_TRUE(std::isfinite(x));
   EXPECT_FALSE(FillSyntheticKv(*cache, -1, 0).ok());
+}
+
+// Results must not depend on the thread count (fixed chunking, no racing
+// reductions): a mixed batch run with 1 and with 3 threads is bit-identical.
+TEST(ModelForward, BitIdenticalAcrossThreadCounts) {
+  const TinyModel tiny = MakeTinyModel(Qwen2Spec());
+  auto model = Model::Load(tiny.source);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    ForwardPass pass(**model);
+    std::vector<std::unique_ptr<SequenceKvCache>> caches;
+    std::vector<std::vector<int32_t>> tok(3), pos(3);
+    std::vector<SequenceInput> in(3);
+    const int lens[3] = {17, 1, 6};
+    for (int s = 0; s < 3; ++s) {
+      caches.push_back(std::make_unique<SequenceKvCache>((*model)->KvShape(KvDType::kF16), 4,
+                                                         SequenceKvCache::kUnbounded));
+      for (const RefToken& t : RandomSeq(tiny.spec, lens[s], 40 + s)) {
+        tok[s].push_back(t.token);
+        pos[s].push_back(t.pos);
+      }
+      in[s] = {caches[s].get(), tok[s], pos[s], {}, {}, LogitsMode::kAll};
+    }
+    ForwardBatch b;
+    b.seqs = in;
+    auto out = pass.Run(b, pool);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    results.emplace_back(out->logits, out->logits + out->n_rows * out->vocab);
+  }
+  ASSERT_EQ(results[0].size(), results[1].size());
+  EXPECT_EQ(0, std::memcmp(results[0].data(), results[1].data(), results[0].size() * sizeof(float)));
 }
 
 }  // namespace
