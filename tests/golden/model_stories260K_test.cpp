@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "io/embedded/embedded_model.h"
 #include "io/model_source.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -195,6 +196,32 @@ TEST_F(Stories260K, PromptGreedyMatchesRunC) {
   EXPECT_LE(worst, 1e-4);
   EXPECT_EQ(Argmax(out->Row(4), 512), dump[4].argmax);
   EXPECT_EQ(Argmax(out->LastRow(1), 512), dump[1].argmax);
+}
+
+// The model compiled into the binary (OpenModel(":default:")) is the same model.
+TEST_F(Stories260K, EmbeddedDefaultModelGivesTheSameGreedyTokens) {
+  auto src = OpenModel(std::string(kEmbeddedModelPath));
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  auto m = Model::Load(std::shared_ptr<const ModelSource>(std::move(src).value()));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const auto dump = ReadDump(kRefDir + "stories260K_bos_greedy.dump");
+  ForwardPass pass(**m);
+  SequenceKvCache cache((*m)->KvShape(KvDType::kF16), 64, SequenceKvCache::kUnbounded);
+  int32_t tok = 1;
+  for (const DumpLine& d : dump) {
+    const int32_t p = d.pos;
+    SequenceInput in;
+    in.cache = &cache;
+    in.tokens = std::span<const int32_t>(&tok, 1);
+    in.pos = std::span<const int32_t>(&p, 1);
+    ForwardBatch b;
+    b.seqs = std::span<const SequenceInput>(&in, 1);
+    auto out = pass.Run(b, pool_);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    EXPECT_EQ(tok, d.in) << d.pos;
+    tok = Argmax(out->LastRow(0), 512);
+    EXPECT_EQ(tok, d.argmax) << d.pos;
+  }
 }
 
 // 257 greedy steps from BOS, as `run.c -t 0.0 -n 257`: the decoded text is
