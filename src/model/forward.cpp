@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <unordered_set>
 
 #include "kernels/ops.h"
 #include "util/check.h"
@@ -222,20 +221,24 @@ StatusOr<ForwardOutput> ForwardPass::Run(const ForwardBatch& batch, ThreadPool& 
   if (n_seqs == 0) return InvalidArgument("forward batch has no sequences");
 
   // Validate everything before touching any cache.
-  std::unordered_set<const SequenceKvCache*> caches;
   int64_t n_tok = 0;
   for (size_t s = 0; s < n_seqs; ++s) {
     const SequenceInput& in = batch.seqs[s];
     Status st = Validate(in);
     if (!st.ok()) return st.WithContext("sequence " + std::to_string(s));
-    if (!caches.insert(in.cache).second) {
-      return InvalidArgument("sequence " + std::to_string(s) + ": its KV cache is already used by another sequence");
-    }
     if (in.cache->shape().dtype != batch.seqs[0].cache->shape().dtype) {
       return InvalidArgument("sequence " + std::to_string(s) +
                              ": KV cache dtype differs from sequence 0's (one dtype per batch)");
     }
     n_tok += static_cast<int64_t>(in.tokens.size());
+  }
+  // Sequences append in parallel, so each must own its cache.
+  caches_seen_.clear();
+  for (const SequenceInput& in : batch.seqs) caches_seen_.push_back(in.cache);
+  std::sort(caches_seen_.begin(), caches_seen_.end());
+  if (std::adjacent_find(caches_seen_.begin(), caches_seen_.end()) != caches_seen_.end()) {
+    return InvalidArgument("two sequences of the batch share one KV cache (each sequence needs its own; "
+                           "a KV cache is already used by another sequence)");
   }
   const int64_t n_out = NumLogitRows(batch.seqs);
   for (size_t s = 0; s < n_seqs; ++s) SKIPKV_RETURN_IF_ERROR(batch.seqs[s].cache->Reserve(batch.seqs[s].tokens.size()));

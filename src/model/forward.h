@@ -149,6 +149,7 @@ class ForwardPass {
   std::vector<const void*> task_k_, task_v_;
   std::vector<const uint8_t*> task_valid_;
   std::vector<float*> task_accum_;
+  std::vector<const SequenceKvCache*> caches_seen_;  // duplicate-cache check
 };
 
 // Appends `depth` synthetic tokens (random post-RoPE-like K/V rows drawn from
