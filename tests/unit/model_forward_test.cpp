@@ -59,6 +59,19 @@ TinySpec PartialRotarySpec() {
   return s;
 }
 
+// Row lengths (D, q_dim, ffn) are multiples of `block` so every matrix quantises.
+TinySpec QuantSpec(DType type, int block) {
+  TinySpec s = Qwen2Spec();
+  s.d_model = block;
+  s.n_heads = 4;
+  s.n_kv_heads = 2;
+  s.head_dim = block / 4;
+  s.ffn_dim = 2 * block;
+  s.weight_type = type;
+  s.seed = 13;
+  return s;
+}
+
 std::vector<RefToken> RandomSeq(const TinySpec& s, int n, uint64_t seed) {
   testing::Rng rng(seed);
   std::vector<RefToken> seq(n);
@@ -187,7 +200,13 @@ INSTANTIATE_TEST_SUITE_P(
                                 s.norm_type = DType::kF16;
                                 return s;
                               }(),
-                              2e-3}),
+                              2e-3},
+                      // Quantised weights (the reference uses the dequantised values): the
+                      // tolerance allows kernels that quantise activations too (llama.cpp-style).
+                      RefCase{"qwen2_q8_0_weights", QuantSpec(DType::kQ8_0, 64), 3e-2},
+                      RefCase{"qwen2_q4_0_weights", QuantSpec(DType::kQ4_0, 64), 3e-2},
+                      RefCase{"qwen2_q4_K_weights", QuantSpec(DType::kQ4_K, 256), 3e-2},
+                      RefCase{"qwen2_q6_K_weights", QuantSpec(DType::kQ6_K, 256), 3e-2}),
     [](const ::testing::TestParamInfo<RefCase>& info) { return std::string(info.param.name); });
 
 // ---- Equivalences ---------------------------------------------------------------

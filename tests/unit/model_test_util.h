@@ -17,6 +17,7 @@
 
 #include "io/model_source.h"
 #include "tensor/dtype.h"
+#include "tensor/quant.h"
 #include "util/fp16.h"
 
 namespace skipkv::testing {
@@ -57,7 +58,7 @@ struct TinySpec {
   // Llama-3 RoPE scaling (factor 0 = none).
   float llama3_factor = 0.f, llama3_low = 1.f, llama3_high = 4.f;
   int llama3_orig_ctx = 64;
-  DType weight_type = DType::kF32;  // matrices: kF32 or kF16
+  DType weight_type = DType::kF32;  // matrices: kF32, kF16, or a quantised type (rows quantised)
   DType norm_type = DType::kF32;    // norms and biases: kF32, kF16 or kBF16
   uint64_t seed = 1;
 };
@@ -147,6 +148,26 @@ inline TinyModel MakeTinyModel(const TinySpec& spec) {
             F = spec.ffn_dim, V = spec.vocab;
   auto matrix = [&](const std::string& name, int in, int out, float scale) {
     std::vector<float> w(static_cast<size_t>(in) * out);
+    if (IsQuantizable(spec.weight_type) && spec.weight_type != DType::kF16 && spec.weight_type != DType::kBF16 &&
+        spec.weight_type != DType::kF32) {
+      // Quantise row by row; the reference sees the dequantised values.
+      for (float& x : w) x = rng.Uniform(-scale, scale);
+      const size_t row_bytes = RowBytes(spec.weight_type, in);
+      auto buf = std::make_shared<std::vector<uint8_t>>(row_bytes * out);
+      for (int r = 0; r < out; ++r) {
+        QuantizeRow(spec.weight_type, w.data() + static_cast<size_t>(r) * in, buf->data() + r * row_bytes, in);
+        DequantizeRow(spec.weight_type, buf->data() + r * row_bytes, w.data() + static_cast<size_t>(r) * in, in);
+      }
+      TensorView v;
+      v.name = name;
+      v.type = spec.weight_type;
+      v.n_dims = 2;
+      v.ne = {in, out, 1, 1};
+      v.data = buf->data();
+      src.tensors.push_back(v);
+      src.owners.push_back(buf);
+      return w;
+    }
     for (float& x : w) x = RoundTo(spec.weight_type, rng.Uniform(-scale, scale));
     AddTensor(src, name, spec.weight_type, {in, out}, w);
     return w;
