@@ -4,23 +4,31 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "util/check.h"
 
 namespace skipkv {
+namespace {
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+}  // namespace
 
 Status ValidateSamplingParams(const SamplingParams& p) {
   auto bad = [](const std::string& what) { return InvalidArgument("sampling: " + what); };
   if (!std::isfinite(p.temperature) || p.temperature < 0.f)
-    return bad("temperature must be >= 0 (0 = greedy), got " + std::to_string(p.temperature));
+    return bad("temperature must be >= 0 (0 = greedy), got " + Num(p.temperature));
   if (p.top_k < 0) return bad("top_k must be >= 0 (0 = off), got " + std::to_string(p.top_k));
   if (!(p.top_p > 0.f && p.top_p <= 1.f))
-    return bad("top_p must be in (0, 1] (1 = off), got " + std::to_string(p.top_p));
+    return bad("top_p must be in (0, 1] (1 = off), got " + Num(p.top_p));
   if (!(p.min_p >= 0.f && p.min_p <= 1.f))
-    return bad("min_p must be in [0, 1] (0 = off), got " + std::to_string(p.min_p));
+    return bad("min_p must be in [0, 1] (0 = off), got " + Num(p.min_p));
   if (!std::isfinite(p.repeat_penalty) || p.repeat_penalty <= 0.f)
-    return bad("repeat_penalty must be > 0 (1 = off), got " + std::to_string(p.repeat_penalty));
+    return bad("repeat_penalty must be > 0 (1 = off), got " + Num(p.repeat_penalty));
   if (p.repeat_last_n < -1)
     return bad("repeat_last_n must be >= -1 (-1 = whole sequence, 0 = off), got " +
                std::to_string(p.repeat_last_n));
