@@ -304,7 +304,6 @@ HWY_INLINE void Q4_0RowDot(const BlockQ4_0* w, const ActQ8* const* a, int64_t nb
 
 template <int NT>
 HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
-  uint8_t sc[8], m[8];
 #if SKIPKV_X86_INT8
   __m256 acc[NT];
   __m128 accm[NT];
@@ -313,10 +312,24 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
     accm[t] = _mm_setzero_ps();
   }
   const __m256i lo4 = _mm256_set1_epi8(0x0f);
+  // shuffle_epi8 controls that broadcast 16-bit lane k of a 128-bit half.
+  __m256i pick[8];
+  for (int k = 0; k < 8; ++k) pick[k] = _mm256_set1_epi16(static_cast<int16_t>(((2 * k + 1) << 8) | (2 * k)));
   for (int64_t b = 0; b < nb; ++b) {
     const float d = F16Scalar(w[b].d), dmin = F16Scalar(w[b].dmin);
-    UnpackQ4KScales(w[b].scales, sc, m);
-    const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(m)));
+    // The 12 scale bytes -> 8 scales (bytes 0..7) and 8 mins (bytes 8..15)
+    // with 32-bit word operations (same unpacking as get_scale_min_k4).
+    uint32_t u[4];
+    std::memcpy(u, w[b].scales, 12);
+    constexpr uint32_t kM1 = 0x3f3f3f3f, kM2 = 0x0f0f0f0f, kM3 = 0x03030303;
+    u[3] = ((u[2] >> 4) & kM2) | (((u[1] >> 6) & kM3) << 4);
+    const uint32_t m_lo = u[1] & kM1;
+    u[1] = (u[2] & kM2) | (((u[0] >> 6) & kM3) << 4);
+    u[2] = m_lo;
+    u[0] &= kM1;
+    const __m256i sm16 = _mm256_cvtepu8_epi16(_mm_set_epi32(u[3], u[2], u[1], u[0]));
+    const __m128i mins16 = _mm256_extracti128_si256(sm16, 1);
+    const __m256i scales16 = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm16));
     __m256i sumi[NT];
     for (int t = 0; t < NT; ++t) {
       // bsums (16 x i16) -> pair sums per 32-element sub-block (8 x i16), times mins.
@@ -330,7 +343,8 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
       const __m256i q4 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * j));
       const __m256i ql = _mm256_and_si256(q4, lo4);
       const __m256i qh = _mm256_and_si256(_mm256_srli_epi16(q4, 4), lo4);
-      const __m256i s0 = _mm256_set1_epi16(sc[2 * j]), s1 = _mm256_set1_epi16(sc[2 * j + 1]);
+      const __m256i s0 = _mm256_shuffle_epi8(scales16, pick[2 * j]);
+      const __m256i s1 = _mm256_shuffle_epi8(scales16, pick[2 * j + 1]);
       for (int t = 0; t < NT; ++t) {
         const int8_t* y = a[t][b].qs + 64 * j;
         const __m256i p0 = _mm256_maddubs_epi16(ql, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y)));
@@ -355,6 +369,7 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
     accm[t] = 0.f;
   }
   int8_t q[kQK_K];
+  uint8_t sc[8], m[8];
   for (int64_t b = 0; b < nb; ++b) {
     const float d = F16Scalar(w[b].d), dmin = F16Scalar(w[b].dmin);
     UnpackQ4KScales(w[b].scales, sc, m);
@@ -389,6 +404,12 @@ HWY_INLINE void Q6_KRowDot(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_
   __m256 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   const __m256i lo4 = _mm256_set1_epi8(0x0f), lo2 = _mm256_set1_epi8(0x03);
+  // shuffle_epi8 controls: low lane broadcasts i16 lane 2g, high lane 2g + 1.
+  __m256i pick_pair[4];
+  for (int g = 0; g < 4; ++g) {
+    pick_pair[g] = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(((4 * g + 3) << 8) | (4 * g + 2))),
+                                    _mm_set1_epi16(static_cast<int16_t>(((4 * g + 1) << 8) | (4 * g))));
+  }
   for (int64_t b = 0; b < nb; ++b) {
     const float d = F16Scalar(w[b].d);
     const __m256i sc16 =
@@ -411,11 +432,12 @@ HWY_INLINE void Q6_KRowDot(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_
                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), lo2), 4));
       q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), lo4),
                              _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), lo2), 4));
+      // This half's 8 scales (i16) in both 128-bit lanes.
+      const __m256i sc_half = _mm256_broadcastsi128_si256(h == 0 ? _mm256_castsi256_si128(sc16)
+                                                                 : _mm256_extracti128_si256(sc16, 1));
       for (int g = 0; g < 4; ++g) {
-        // Elements 0..15 of the group use scale is, 16..31 use is + 1.
-        const int is = 8 * h + 2 * g;
-        const __m256i s = _mm256_set_m128i(_mm_set1_epi16(w[b].scales[is + 1]),
-                                           _mm_set1_epi16(w[b].scales[is]));
+        // Elements 0..15 of the group use scale 2g (low lane), 16..31 use 2g + 1.
+        const __m256i s = _mm256_shuffle_epi8(sc_half, pick_pair[g]);
         for (int t = 0; t < NT; ++t) {
           const __m256i y =
               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].qs + 128 * h + 32 * g));
