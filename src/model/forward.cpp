@@ -47,9 +47,12 @@ void ForEachToken(ThreadPool& pool, int64_t n, int64_t row_floats, Fn&& fn) {
 
 int64_t RowsFor(const SequenceInput& s) {
   switch (s.logits) {
-    case LogitsMode::kNone: return 0;
-    case LogitsMode::kLast: return s.tokens.empty() ? 0 : 1;
-    case LogitsMode::kAll: return static_cast<int64_t>(s.tokens.size());
+    case LogitsMode::kNone:
+      return 0;
+    case LogitsMode::kLast:
+      return s.tokens.empty() ? 0 : 1;
+    case LogitsMode::kAll:
+      return static_cast<int64_t>(s.tokens.size());
   }
   return 0;
 }
@@ -73,15 +76,16 @@ Status ForwardPass::Validate(const SequenceInput& s) const {
   const size_t n = s.tokens.size();
   if (n == 0) return InvalidArgument("no tokens given");
   if (s.pos.size() != n) {
-    return InvalidArgument("pos has " + std::to_string(s.pos.size()) + " entries for " + std::to_string(n) + " tokens");
+    return InvalidArgument("pos has " + std::to_string(s.pos.size()) + " entries for " + std::to_string(n) +
+                           " tokens");
   }
   if (!s.gen_pos.empty() && s.gen_pos.size() != n) {
-    return InvalidArgument("gen_pos has " + std::to_string(s.gen_pos.size()) + " entries for " + std::to_string(n) +
-                           " tokens");
+    return InvalidArgument("gen_pos has " + std::to_string(s.gen_pos.size()) + " entries for " +
+                           std::to_string(n) + " tokens");
   }
   if (!s.valid.empty() && s.valid.size() != n) {
-    return InvalidArgument("valid has " + std::to_string(s.valid.size()) + " entries for " + std::to_string(n) +
-                           " tokens");
+    return InvalidArgument("valid has " + std::to_string(s.valid.size()) + " entries for " +
+                           std::to_string(n) + " tokens");
   }
   const KvCacheShape& cs = s.cache->shape();
   if (cs.n_layers != cfg_.n_layers || cs.n_heads != cfg_.n_heads || cs.n_kv_heads != cfg_.n_kv_heads ||
@@ -121,9 +125,9 @@ Status ForwardPass::Validate(const SequenceInput& s) const {
   if (s.cache->max_capacity() != SequenceKvCache::kUnbounded) {
     for (int l = 0; l < cfg_.n_layers; ++l) {
       if (s.cache->size(l) + static_cast<int64_t>(n) > s.cache->max_capacity()) {
-        return OutOfRange("KV cache of layer " + std::to_string(l) + " holds " + std::to_string(s.cache->size(l)) +
-                          " slots; " + std::to_string(n) + " more exceed its capacity " +
-                          std::to_string(s.cache->max_capacity()));
+        return OutOfRange("KV cache of layer " + std::to_string(l) + " holds " +
+                          std::to_string(s.cache->size(l)) + " slots; " + std::to_string(n) +
+                          " more exceed its capacity " + std::to_string(s.cache->max_capacity()));
       }
     }
   }
@@ -184,7 +188,8 @@ void ForwardPass::Attend(int layer, const ForwardBatch& batch, ThreadPool& pool)
       cache.Append(layer, k + (off + i) * kv_dim, v + (off + i) * kv_dim, tk.gen_pos, tk.valid);
     }
     const int window = cache.shape().query_window;
-    for (int64_t i = std::max<int64_t>(0, n - window); i < n; ++i) cache.PushQuery(layer, q + (off + i) * q_dim);
+    for (int64_t i = std::max<int64_t>(0, n - window); i < n; ++i)
+      cache.PushQuery(layer, q + (off + i) * q_dim);
 
     kernels::AttentionTask& task = tasks_[s];
     const bool track = cache.shape().track_attention;
@@ -237,11 +242,13 @@ StatusOr<ForwardOutput> ForwardPass::Run(const ForwardBatch& batch, ThreadPool& 
   for (const SequenceInput& in : batch.seqs) caches_seen_.push_back(in.cache);
   std::sort(caches_seen_.begin(), caches_seen_.end());
   if (std::adjacent_find(caches_seen_.begin(), caches_seen_.end()) != caches_seen_.end()) {
-    return InvalidArgument("two sequences of the batch share one KV cache (each sequence needs its own; "
-                           "a KV cache is already used by another sequence)");
+    return InvalidArgument(
+        "two sequences of the batch share one KV cache (each sequence needs its own; "
+        "a KV cache is already used by another sequence)");
   }
   const int64_t n_out = NumLogitRows(batch.seqs);
-  for (size_t s = 0; s < n_seqs; ++s) SKIPKV_RETURN_IF_ERROR(batch.seqs[s].cache->Reserve(batch.seqs[s].tokens.size()));
+  for (size_t s = 0; s < n_seqs; ++s)
+    SKIPKV_RETURN_IF_ERROR(batch.seqs[s].cache->Reserve(batch.seqs[s].tokens.size()));
 
   EnsureScratch(n_tok, n_out, n_seqs);
 
@@ -286,8 +293,9 @@ StatusOr<ForwardOutput> ForwardPass::Run(const ForwardBatch& batch, ThreadPool& 
     if (batch.residual_hook) batch.residual_hook(l, toks, x);
 
     // ---- Attention block: x += Attn(RMSNorm(x)) Wo
-    ForEachToken(pool, n_tok, D,
-                 [&](int64_t i) { kernels::RmsNorm(x + i * D, lw.attn_norm.data(), D, cfg_.rms_eps, xb + i * D); });
+    ForEachToken(pool, n_tok, D, [&](int64_t i) {
+      kernels::RmsNorm(x + i * D, lw.attn_norm.data(), D, cfg_.rms_eps, xb + i * D);
+    });
     Project(lw.wq, xb, n_tok, q, pool);
     Project(lw.wk, xb, n_tok, k, pool);
     Project(lw.wv, xb, n_tok, v, pool);
@@ -300,16 +308,18 @@ StatusOr<ForwardOutput> ForwardPass::Run(const ForwardBatch& batch, ThreadPool& 
       kernels::Rope(qi, cfg_.n_heads, cfg_.head_dim, toks[i].pos, cfg_.rope);
       kernels::Rope(ki, cfg_.n_kv_heads, cfg_.head_dim, toks[i].pos, cfg_.rope);
     });
-    Attend(l, batch, pool);                          // attn_ = softmax(q K^T / sqrt(d)) V
-    Project(lw.wo, F(attn_), n_tok, xb, pool);       // xb = attn Wo
+    Attend(l, batch, pool);                     // attn_ = softmax(q K^T / sqrt(d)) V
+    Project(lw.wo, F(attn_), n_tok, xb, pool);  // xb = attn Wo
     ForEachToken(pool, n_tok, D, [&](int64_t i) { kernels::Add(x + i * D, xb + i * D, D); });
 
     // ---- FFN block (SwiGLU): x += (silu(h Wgate) * (h Wup)) Wdown
-    ForEachToken(pool, n_tok, D,
-                 [&](int64_t i) { kernels::RmsNorm(x + i * D, lw.ffn_norm.data(), D, cfg_.rms_eps, xb + i * D); });
+    ForEachToken(pool, n_tok, D, [&](int64_t i) {
+      kernels::RmsNorm(x + i * D, lw.ffn_norm.data(), D, cfg_.rms_eps, xb + i * D);
+    });
     Project(lw.w_gate, xb, n_tok, gate, pool);
     Project(lw.w_up, xb, n_tok, up, pool);
-    ForEachToken(pool, n_tok, Fd, [&](int64_t i) { kernels::SiluMul(gate + i * Fd, up + i * Fd, gate + i * Fd, Fd); });
+    ForEachToken(pool, n_tok, Fd,
+                 [&](int64_t i) { kernels::SiluMul(gate + i * Fd, up + i * Fd, gate + i * Fd, Fd); });
     Project(lw.w_down, gate, n_tok, xb, pool);
     ForEachToken(pool, n_tok, D, [&](int64_t i) { kernels::Add(x + i * D, xb + i * D, D); });
   }
@@ -318,8 +328,9 @@ StatusOr<ForwardOutput> ForwardPass::Run(const ForwardBatch& batch, ThreadPool& 
   // them, otherwise only the rows that produce logits.
   float* y = F(out_rows_);
   if (batch.final_hidden_hook) {
-    ForEachToken(pool, n_tok, D,
-                 [&](int64_t i) { kernels::RmsNorm(x + i * D, W.output_norm.data(), D, cfg_.rms_eps, xb + i * D); });
+    ForEachToken(pool, n_tok, D, [&](int64_t i) {
+      kernels::RmsNorm(x + i * D, W.output_norm.data(), D, cfg_.rms_eps, xb + i * D);
+    });
     batch.final_hidden_hook(toks, xb);
   }
   // Gather the rows that produce logits, in sequence order.

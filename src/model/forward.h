@@ -61,13 +61,13 @@ struct SequenceInput {
 // One token of a batch, in batch order (sequence after sequence, each in order).
 // Hooks receive these so they can tell which row of [n_tokens][D] is whose.
 struct BatchToken {
-  int32_t seq = 0;      // index into ForwardBatch::seqs
-  int32_t index = 0;    // index among that sequence's new tokens
+  int32_t seq = 0;    // index into ForwardBatch::seqs
+  int32_t index = 0;  // index among that sequence's new tokens
   int32_t token = 0;
   int32_t pos = 0;
   int32_t gen_pos = 0;
   bool valid = true;
-  bool last = false;    // the sequence's last new token in this call
+  bool last = false;  // the sequence's last new token in this call
 };
 
 using ResidualHook = std::function<void(int layer, std::span<const BatchToken> tokens, float* hidden)>;
@@ -75,8 +75,8 @@ using FinalHiddenHook = std::function<void(std::span<const BatchToken> tokens, c
 
 struct ForwardBatch {
   std::span<const SequenceInput> seqs;
-  ResidualHook residual_hook;          // optional, see the file comment
-  FinalHiddenHook final_hidden_hook;   // optional
+  ResidualHook residual_hook;         // optional, see the file comment
+  FinalHiddenHook final_hidden_hook;  // optional
   // Optional caller buffer for the logits, [NumLogitRows(seqs)][vocab].
   // nullptr: the ForwardPass's own buffer (valid until the next Run).
   float* logits = nullptr;

@@ -50,7 +50,8 @@ class Binder {
     }
     const DTypeInfo& info = GetDTypeInfo(t->type);
     if (!info.supported) {
-      return Unsupported("tensor '" + name + "' has type " + info.name + ", which skipkv cannot compute with");
+      return Unsupported("tensor '" + name + "' has type " + info.name +
+                         ", which skipkv cannot compute with");
     }
     if (t->data == nullptr) return InvalidArgument("tensor '" + name + "' has no data");
     return *t;
@@ -73,16 +74,22 @@ class Binder {
  private:
   static StatusOr<std::vector<float>> ToF32(const TensorView& t, int64_t n, const char* what) {
     if (!HasShape(t, {n})) {
-      return InvalidArgument("tensor '" + t.name + "' has shape " + t.ShapeString() + "; expected " + ShapeOf({n}) +
-                             " (" + what + ")");
+      return InvalidArgument("tensor '" + t.name + "' has shape " + t.ShapeString() + "; expected " +
+                             ShapeOf({n}) + " (" + what + ")");
     }
     if (t.data == nullptr) return InvalidArgument("tensor '" + t.name + "' has no data");
     std::vector<float> out(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
       switch (t.type) {
-        case DType::kF32: out[i] = reinterpret_cast<const float*>(t.data)[i]; break;
-        case DType::kF16: out[i] = F16ToF32(reinterpret_cast<const f16_t*>(t.data)[i]); break;
-        case DType::kBF16: out[i] = BF16ToF32(reinterpret_cast<const bf16_t*>(t.data)[i]); break;
+        case DType::kF32:
+          out[i] = reinterpret_cast<const float*>(t.data)[i];
+          break;
+        case DType::kF16:
+          out[i] = F16ToF32(reinterpret_cast<const f16_t*>(t.data)[i]);
+          break;
+        case DType::kBF16:
+          out[i] = BF16ToF32(reinterpret_cast<const bf16_t*>(t.data)[i]);
+          break;
         default:
           return Unsupported("tensor '" + t.name + "' has type " + DTypeName(t.type) +
                              "; norm weights and biases must be f32, f16 or bf16");

@@ -18,20 +18,20 @@
 namespace skipkv {
 
 struct LayerWeights {
-  std::vector<float> attn_norm;    // blk.N.attn_norm.weight    [D]
-  TensorView wq;                   // blk.N.attn_q.weight       ne {D, q_dim}
-  TensorView wk;                   // blk.N.attn_k.weight       ne {D, kv_dim}
-  TensorView wv;                   // blk.N.attn_v.weight       ne {D, kv_dim}
-  std::vector<float> bq, bk, bv;   // blk.N.attn_{q,k,v}.bias   [q_dim], [kv_dim]; empty without qkv_bias
-  TensorView wo;                   // blk.N.attn_output.weight  ne {q_dim, D}
-  std::vector<float> ffn_norm;     // blk.N.ffn_norm.weight     [D]
-  TensorView w_gate;               // blk.N.ffn_gate.weight     ne {D, F}
-  TensorView w_up;                 // blk.N.ffn_up.weight       ne {D, F}
-  TensorView w_down;               // blk.N.ffn_down.weight     ne {F, D}
+  std::vector<float> attn_norm;   // blk.N.attn_norm.weight    [D]
+  TensorView wq;                  // blk.N.attn_q.weight       ne {D, q_dim}
+  TensorView wk;                  // blk.N.attn_k.weight       ne {D, kv_dim}
+  TensorView wv;                  // blk.N.attn_v.weight       ne {D, kv_dim}
+  std::vector<float> bq, bk, bv;  // blk.N.attn_{q,k,v}.bias   [q_dim], [kv_dim]; empty without qkv_bias
+  TensorView wo;                  // blk.N.attn_output.weight  ne {q_dim, D}
+  std::vector<float> ffn_norm;    // blk.N.ffn_norm.weight     [D]
+  TensorView w_gate;              // blk.N.ffn_gate.weight     ne {D, F}
+  TensorView w_up;                // blk.N.ffn_up.weight       ne {D, F}
+  TensorView w_down;              // blk.N.ffn_down.weight     ne {F, D}
 };
 
 struct ModelWeights {
-  TensorView token_embd;           // token_embd.weight         ne {D, vocab}
+  TensorView token_embd;  // token_embd.weight         ne {D, vocab}
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;  // output_norm.weight        [D]
   TensorView output;               // output.weight             ne {D, vocab} (= token_embd when tied)
@@ -49,7 +49,8 @@ class Model {
   const ModelSource& source() const { return *source_; }
 
   // The KV cache shape that matches this model.
-  KvCacheShape KvShape(KvDType dtype = KvDType::kF16, int query_window = 8, bool track_attention = false) const;
+  KvCacheShape KvShape(KvDType dtype = KvDType::kF16, int query_window = 8,
+                       bool track_attention = false) const;
 
  private:
   Model() = default;

@@ -13,8 +13,10 @@ namespace skipkv {
 
 const char* ArchitectureName(Architecture a) {
   switch (a) {
-    case Architecture::kLlama: return "llama";
-    case Architecture::kQwen2: return "qwen2";
+    case Architecture::kLlama:
+      return "llama";
+    case Architecture::kQwen2:
+      return "qwen2";
   }
   return "?";
 }
@@ -23,8 +25,8 @@ std::string ModelConfig::ToString() const {
   std::ostringstream s;
   s << ArchitectureName(arch) << ": layers=" << n_layers << " D=" << d_model << " heads=" << n_heads
     << " kv_heads=" << n_kv_heads << " head_dim=" << head_dim << " ffn=" << ffn_dim << " vocab=" << vocab_size
-    << " ctx=" << context_length << " eps=" << rms_eps << " rope_theta=" << rope.theta << " rope="
-    << (rope.style == kernels::RopeStyle::kRotateHalf ? "rotate_half" : "adjacent_pairs");
+    << " ctx=" << context_length << " eps=" << rms_eps << " rope_theta=" << rope.theta
+    << " rope=" << (rope.style == kernels::RopeStyle::kRotateHalf ? "rotate_half" : "adjacent_pairs");
   if (rope.rot_dim != 0 && rope.rot_dim != head_dim) s << " rot_dim=" << rope.rot_dim;
   if (rope.llama3_factor > 0) {
     s << " rope_scaling=llama3(factor=" << rope.llama3_factor << ", low=" << rope.llama3_low_freq_factor
@@ -53,7 +55,8 @@ StatusOr<int64_t> IntInRange(const GgufMetadata& md, const std::string& key, int
 StatusOr<float> PositiveFloat(const GgufMetadata& md, const std::string& key, double dflt) {
   SKIPKV_ASSIGN_OR_RETURN(double v, md.GetFloatOr(key, dflt));
   if (!(v > 0) || !std::isfinite(v)) {
-    return InvalidArgument("metadata key '" + key + "' = " + std::to_string(v) + " must be positive and finite");
+    return InvalidArgument("metadata key '" + key + "' = " + std::to_string(v) +
+                           " must be positive and finite");
   }
   return static_cast<float>(v);
 }
@@ -79,17 +82,25 @@ StatusOr<std::vector<float>> ReadF32Vector(const TensorView& t) {
   std::vector<float> out(static_cast<size_t>(t.NumElements()));
   for (size_t i = 0; i < out.size(); ++i) {
     switch (t.type) {
-      case DType::kF32: out[i] = reinterpret_cast<const float*>(t.data)[i]; break;
-      case DType::kF16: out[i] = F16ToF32(reinterpret_cast<const f16_t*>(t.data)[i]); break;
-      case DType::kBF16: out[i] = BF16ToF32(reinterpret_cast<const bf16_t*>(t.data)[i]); break;
+      case DType::kF32:
+        out[i] = reinterpret_cast<const float*>(t.data)[i];
+        break;
+      case DType::kF16:
+        out[i] = F16ToF32(reinterpret_cast<const f16_t*>(t.data)[i]);
+        break;
+      case DType::kBF16:
+        out[i] = BF16ToF32(reinterpret_cast<const bf16_t*>(t.data)[i]);
+        break;
       default:
-        return Unsupported("tensor '" + t.name + "' has type " + DTypeName(t.type) + "; expected f32, f16 or bf16");
+        return Unsupported("tensor '" + t.name + "' has type " + DTypeName(t.type) +
+                           "; expected f32, f16 or bf16");
     }
   }
   return out;
 }
 
-Status ReadRopeScaling(const GgufMetadata& md, const std::string& a, const ModelSource& source, ModelConfig& c) {
+Status ReadRopeScaling(const GgufMetadata& md, const std::string& a, const ModelSource& source,
+                       ModelConfig& c) {
   kernels::RopeParams& rope = c.rope;
   const int rot_dim = rope.rot_dim;
   SKIPKV_ASSIGN_OR_RETURN(std::string type, md.GetStringOr(a + ".rope.scaling.type", "none"));
@@ -102,16 +113,19 @@ Status ReadRopeScaling(const GgufMetadata& md, const std::string& a, const Model
     rope.linear_scale = f;
   } else if (type == "llama3") {
     SKIPKV_ASSIGN_OR_RETURN(rope.llama3_factor, PositiveFloat(md, a + ".rope.scaling.factor", 8.0));
-    SKIPKV_ASSIGN_OR_RETURN(rope.llama3_low_freq_factor, PositiveFloat(md, a + ".rope.scaling.low_freq_factor", 1.0));
-    SKIPKV_ASSIGN_OR_RETURN(rope.llama3_high_freq_factor, PositiveFloat(md, a + ".rope.scaling.high_freq_factor", 4.0));
+    SKIPKV_ASSIGN_OR_RETURN(rope.llama3_low_freq_factor,
+                            PositiveFloat(md, a + ".rope.scaling.low_freq_factor", 1.0));
+    SKIPKV_ASSIGN_OR_RETURN(rope.llama3_high_freq_factor,
+                            PositiveFloat(md, a + ".rope.scaling.high_freq_factor", 4.0));
     const int64_t dflt_ctx = 8192;
     SKIPKV_ASSIGN_OR_RETURN(int64_t octx, IntInRange(md, a + ".rope.scaling.original_context_length", 1,
                                                      int64_t{1} << 30, &dflt_ctx));
     rope.llama3_original_context = static_cast<int>(octx);
     if (rope.llama3_high_freq_factor <= rope.llama3_low_freq_factor) {
       return InvalidArgument("metadata key '" + a + ".rope.scaling.high_freq_factor' (" +
-                             std::to_string(rope.llama3_high_freq_factor) + ") must exceed low_freq_factor (" +
-                             std::to_string(rope.llama3_low_freq_factor) + ")");
+                             std::to_string(rope.llama3_high_freq_factor) +
+                             ") must exceed low_freq_factor (" + std::to_string(rope.llama3_low_freq_factor) +
+                             ")");
     }
   } else {
     return Unsupported("RoPE scaling type '" + type + "' (metadata key '" + a +
@@ -138,9 +152,9 @@ Status ReadRopeScaling(const GgufMetadata& md, const std::string& a, const Model
     for (int i = 0; i < rot_dim / 2; ++i) {
       const float want = Llama3Divisor(p, i, rot_dim);
       if (std::fabs(divisors[i] - want) > 1e-3f * want) {
-        return Unsupported("tensor 'rope_freqs.weight'[" + std::to_string(i) + "] = " + std::to_string(divisors[i]) +
-                           " does not match llama3 RoPE scaling (expected " + std::to_string(want) +
-                           "); custom per-frequency RoPE factors are not supported");
+        return Unsupported("tensor 'rope_freqs.weight'[" + std::to_string(i) + "] = " +
+                           std::to_string(divisors[i]) + " does not match llama3 RoPE scaling (expected " +
+                           std::to_string(want) + "); custom per-frequency RoPE factors are not supported");
       }
     }
     rope = p;
@@ -170,9 +184,11 @@ StatusOr<ModelConfig> ModelConfigFromSource(const ModelSource& source) {
   SKIPKV_ASSIGN_OR_RETURN(int64_t n_layers, IntInRange(md, a + ".block_count", 1, 4096));
   SKIPKV_ASSIGN_OR_RETURN(int64_t d_model, IntInRange(md, a + ".embedding_length", 1, kMaxDim));
   SKIPKV_ASSIGN_OR_RETURN(int64_t n_heads, IntInRange(md, a + ".attention.head_count", 1, 4096));
-  SKIPKV_ASSIGN_OR_RETURN(int64_t n_kv_heads, IntInRange(md, a + ".attention.head_count_kv", 1, 4096, &n_heads));
+  SKIPKV_ASSIGN_OR_RETURN(int64_t n_kv_heads,
+                          IntInRange(md, a + ".attention.head_count_kv", 1, 4096, &n_heads));
   const int64_t dflt_head_dim = d_model / n_heads;
-  SKIPKV_ASSIGN_OR_RETURN(int64_t head_dim, IntInRange(md, a + ".attention.key_length", 1, 65536, &dflt_head_dim));
+  SKIPKV_ASSIGN_OR_RETURN(int64_t head_dim,
+                          IntInRange(md, a + ".attention.key_length", 1, 65536, &dflt_head_dim));
   SKIPKV_ASSIGN_OR_RETURN(int64_t v_dim, IntInRange(md, a + ".attention.value_length", 1, 65536, &head_dim));
   SKIPKV_ASSIGN_OR_RETURN(int64_t ffn_dim, IntInRange(md, a + ".feed_forward_length", 1, kMaxDim));
   SKIPKV_ASSIGN_OR_RETURN(int64_t ctx, IntInRange(md, a + ".context_length", 1, int64_t{1} << 30));
@@ -187,12 +203,12 @@ StatusOr<ModelConfig> ModelConfigFromSource(const ModelSource& source) {
   }
   if (!md.Has(a + ".attention.key_length") && d_model % n_heads != 0) {
     return InvalidArgument("'" + a + ".embedding_length' (" + std::to_string(d_model) +
-                           ") is not a multiple of the head count (" + std::to_string(n_heads) + ") and '" + a +
-                           ".attention.key_length' is absent");
+                           ") is not a multiple of the head count (" + std::to_string(n_heads) + ") and '" +
+                           a + ".attention.key_length' is absent");
   }
   if (v_dim != head_dim) {
-    return Unsupported("'" + a + ".attention.value_length' (" + std::to_string(v_dim) + ") differs from key_length (" +
-                       std::to_string(head_dim) + ")");
+    return Unsupported("'" + a + ".attention.value_length' (" + std::to_string(v_dim) +
+                       ") differs from key_length (" + std::to_string(head_dim) + ")");
   }
   if (rot_dim % 2 != 0 || rot_dim > head_dim) {
     return InvalidArgument("'" + a + ".rope.dimension_count' = " + std::to_string(rot_dim) +
@@ -228,7 +244,8 @@ StatusOr<ModelConfig> ModelConfigFromSource(const ModelSource& source) {
   const TensorView* embd = source.FindTensor("token_embd.weight");
   if (embd == nullptr) return NotFound("tensor 'token_embd.weight' is missing");
   if (embd->ne[1] < 1 || embd->ne[1] > (int64_t{1} << 31) - 1) {
-    return InvalidArgument("tensor 'token_embd.weight' has shape " + embd->ShapeString() + "; bad vocabulary size");
+    return InvalidArgument("tensor 'token_embd.weight' has shape " + embd->ShapeString() +
+                           "; bad vocabulary size");
   }
   c.vocab_size = static_cast<int>(embd->ne[1]);
   if (md.Has(a + ".vocab_size")) {
@@ -242,7 +259,8 @@ StatusOr<ModelConfig> ModelConfigFromSource(const ModelSource& source) {
   const bool has_output = source.FindTensor("output.weight") != nullptr;
   SKIPKV_ASSIGN_OR_RETURN(bool tie_flag, md.GetBoolOr(kKeyTieEmbeddings, !has_output));
   if (!tie_flag && !has_output) {
-    return NotFound(std::string("tensor 'output.weight' is missing and '") + kKeyTieEmbeddings + "' is false");
+    return NotFound(std::string("tensor 'output.weight' is missing and '") + kKeyTieEmbeddings +
+                    "' is false");
   }
   c.tied_embeddings = tie_flag || !has_output;
   c.qkv_bias = source.FindTensor("blk.0.attn_q.bias") != nullptr;

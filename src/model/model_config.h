@@ -19,15 +19,15 @@ const char* ArchitectureName(Architecture a);  // "llama", "qwen2"
 
 struct ModelConfig {
   Architecture arch = Architecture::kLlama;
-  int n_layers = 0;        // <arch>.block_count
-  int d_model = 0;         // <arch>.embedding_length (D)
-  int n_heads = 0;         // <arch>.attention.head_count (query heads)
-  int n_kv_heads = 0;      // <arch>.attention.head_count_kv (default n_heads)
-  int head_dim = 0;        // <arch>.attention.key_length (default D / n_heads)
-  int ffn_dim = 0;         // <arch>.feed_forward_length
-  int vocab_size = 0;      // rows of token_embd.weight (<arch>.vocab_size must agree if present)
+  int n_layers = 0;            // <arch>.block_count
+  int d_model = 0;             // <arch>.embedding_length (D)
+  int n_heads = 0;             // <arch>.attention.head_count (query heads)
+  int n_kv_heads = 0;          // <arch>.attention.head_count_kv (default n_heads)
+  int head_dim = 0;            // <arch>.attention.key_length (default D / n_heads)
+  int ffn_dim = 0;             // <arch>.feed_forward_length
+  int vocab_size = 0;          // rows of token_embd.weight (<arch>.vocab_size must agree if present)
   int64_t context_length = 0;  // <arch>.context_length: positions must be < this
-  float rms_eps = 1e-5f;   // <arch>.attention.layer_norm_rms_epsilon
+  float rms_eps = 1e-5f;       // <arch>.attention.layer_norm_rms_epsilon
   // RoPE: theta from <arch>.rope.freq_base; style from skipkv.rope_layout or
   // the architecture; scaling from <arch>.rope.scaling.*; rot_dim from
   // <arch>.rope.dimension_count (default head_dim).

@@ -143,7 +143,8 @@ void CheckAgainstDump(const std::vector<DumpLine>& dump, const std::vector<int32
     EXPECT_NEAR(sum, d.sum_logits, 5e-3) << name << " pos " << d.pos;  // 512 values printed with %.6f
     if (!d.logits.empty()) {
       ASSERT_EQ(d.logits.size(), 512u);
-      for (int i = 0; i < 512; ++i) worst_logit = std::max(worst_logit, std::fabs(double{row[i]} - d.logits[i]));
+      for (int i = 0; i < 512; ++i)
+        worst_logit = std::max(worst_logit, std::fabs(double{row[i]} - d.logits[i]));
     }
   }
   EXPECT_LE(worst_logit, 1e-4) << name;
@@ -191,7 +192,8 @@ TEST_F(Stories260K, PromptGreedyMatchesRunC) {
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   double worst = 0;
   for (int p = 0; p < 4; ++p) {
-    for (int i = 0; i < 512; ++i) worst = std::max(worst, std::fabs(double{out->Row(p)[i]} - dump[p].logits[i]));
+    for (int i = 0; i < 512; ++i)
+      worst = std::max(worst, std::fabs(double{out->Row(p)[i]} - dump[p].logits[i]));
   }
   EXPECT_LE(worst, 1e-4);
   EXPECT_EQ(Argmax(out->Row(4), 512), dump[4].argmax);

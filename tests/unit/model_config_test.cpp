@@ -1,6 +1,8 @@
 // ModelConfig's key table and validation, weight binding errors, and the
 // forward pass's input checks: every bad input is a Status that names the
 // key, tensor or value — and leaves the KV cache untouched.
+#include "model/model_config.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 
 #include "model/forward.h"
 #include "model/model.h"
-#include "model/model_config.h"
 #include "model_test_util.h"
 
 namespace skipkv {
@@ -40,7 +41,8 @@ void RemoveTensor(ModelSource& src, const std::string& name) {
 }
 
 ::testing::AssertionResult FailsWith(const Status& st, StatusCode code, const std::string& needle) {
-  if (st.ok()) return ::testing::AssertionFailure() << "expected an error containing '" << needle << "', got OK";
+  if (st.ok())
+    return ::testing::AssertionFailure() << "expected an error containing '" << needle << "', got OK";
   if (st.code() != code) return ::testing::AssertionFailure() << "wrong code: " << st.ToString();
   if (st.message().find(needle) == std::string::npos) {
     return ::testing::AssertionFailure() << "message lacks '" << needle << "': " << st.ToString();
@@ -144,8 +146,10 @@ TEST(ModelConfig, RopeFreqsTensorMustBeLlama3) {
   EXPECT_FLOAT_EQ(c->rope.llama3_factor, 8.f);
   EXPECT_EQ(c->rope.llama3_original_context, 8192);
 
-  const_cast<float*>(reinterpret_cast<const float*>(Tensor(*m.source, "rope_freqs.weight")->data))[40] *= 1.5f;
-  EXPECT_TRUE(FailsWith(ModelConfigFromSource(*m.source).status(), StatusCode::kUnsupported, "rope_freqs.weight"));
+  const_cast<float*>(reinterpret_cast<const float*>(Tensor(*m.source, "rope_freqs.weight")->data))[40] *=
+      1.5f;
+  EXPECT_TRUE(
+      FailsWith(ModelConfigFromSource(*m.source).status(), StatusCode::kUnsupported, "rope_freqs.weight"));
 }
 
 TEST(ModelConfig, BadKeysNameTheKey) {
@@ -157,12 +161,14 @@ TEST(ModelConfig, BadKeysNameTheKey) {
   EXPECT_TRUE(check("general.architecture", GgufValue::Str("gpt2"), StatusCode::kUnsupported, "gpt2"));
   EXPECT_TRUE(check("qwen2.attention.head_count_kv", GgufValue::U32(4), StatusCode::kInvalidArgument,
                     "qwen2.attention.head_count_kv"));
-  EXPECT_TRUE(check("qwen2.block_count", GgufValue::I32(0), StatusCode::kInvalidArgument, "qwen2.block_count"));
-  EXPECT_TRUE(check("qwen2.attention.layer_norm_rms_epsilon", GgufValue::F32(-1.f), StatusCode::kInvalidArgument,
-                    "layer_norm_rms_epsilon"));
+  EXPECT_TRUE(
+      check("qwen2.block_count", GgufValue::I32(0), StatusCode::kInvalidArgument, "qwen2.block_count"));
+  EXPECT_TRUE(check("qwen2.attention.layer_norm_rms_epsilon", GgufValue::F32(-1.f),
+                    StatusCode::kInvalidArgument, "layer_norm_rms_epsilon"));
   EXPECT_TRUE(check("qwen2.rope.dimension_count", GgufValue::U32(9), StatusCode::kInvalidArgument,
                     "rope.dimension_count"));
-  EXPECT_TRUE(check("qwen2.vocab_size", GgufValue::U32(1000), StatusCode::kInvalidArgument, "qwen2.vocab_size"));
+  EXPECT_TRUE(
+      check("qwen2.vocab_size", GgufValue::U32(1000), StatusCode::kInvalidArgument, "qwen2.vocab_size"));
   EXPECT_TRUE(check("qwen2.embedding_length", GgufValue::Str("big"), StatusCode::kCorruptData,
                     "qwen2.embedding_length"));
 
@@ -225,7 +231,8 @@ class ForwardErrors : public ::testing::Test {
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     model_ = std::move(m).value();
     pass_ = std::make_unique<ForwardPass>(*model_);
-    cache_ = std::make_unique<SequenceKvCache>(model_->KvShape(KvDType::kF16), 8, SequenceKvCache::kUnbounded);
+    cache_ =
+        std::make_unique<SequenceKvCache>(model_->KvShape(KvDType::kF16), 8, SequenceKvCache::kUnbounded);
   }
 
   Status Run(std::vector<int32_t> tok, std::vector<int32_t> pos, std::vector<int32_t> gen_pos = {},

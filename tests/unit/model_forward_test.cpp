@@ -5,9 +5,9 @@
 // and f32 KV.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
 #include <numeric>
-#include <cstring>
 
 #include "model/forward.h"
 #include "model/model.h"
@@ -227,7 +227,8 @@ TEST(ModelForward, ChunkedPrefillEqualsOneShot) {
     }
     ASSERT_EQ(rows.size(), seq.size());
     for (size_t t = 0; t < seq.size(); ++t) {
-      EXPECT_LE(RelErr(rows[t].data(), std::vector<float>(full[t])), 1e-5) << "chunk " << chunk << " token " << t;
+      EXPECT_LE(RelErr(rows[t].data(), std::vector<float>(full[t])), 1e-5)
+          << "chunk " << chunk << " token " << t;
       EXPECT_LE(RelErr(rows[t].data(), ref.logits[t]), 1e-4) << "chunk " << chunk << " token " << t;
     }
   }
@@ -273,7 +274,8 @@ TEST(ModelForward, RaggedBatchOfFiveEqualsEachAlone) {
     ASSERT_EQ(out->n_rows, NumLogitRows(in));
     for (int i = 0; i < 5; ++i) {
       const auto solo = f.Feed(*solo_caches[i], seqs[i], begin[i], begin[i] + step[i]);
-      const RefTrace ref = RefForward(f.tiny, std::vector<RefToken>(seqs[i].begin(), seqs[i].begin() + begin[i] + step[i]));
+      const RefTrace ref =
+          RefForward(f.tiny, std::vector<RefToken>(seqs[i].begin(), seqs[i].begin() + begin[i] + step[i]));
       const int64_t rows = out->seq_num_rows[i];
       EXPECT_EQ(rows, modes[i] == LogitsMode::kAll ? step[i] : modes[i] == LogitsMode::kLast ? 1 : 0);
       for (int64_t r = 0; r < rows; ++r) {
@@ -501,7 +503,8 @@ TEST(ModelForward, AttentionScoresAccumulateWhenTracked) {
   ForwardFixture f(Qwen2Spec());
   ASSERT_NE(f.model, nullptr);
   const TinySpec& s = f.tiny.spec;
-  SequenceKvCache cache(f.model->KvShape(KvDType::kF32, 8, /*track_attention=*/true), 4, SequenceKvCache::kUnbounded);
+  SequenceKvCache cache(f.model->KvShape(KvDType::kF32, 8, /*track_attention=*/true), 4,
+                        SequenceKvCache::kUnbounded);
   const auto seq = RandomSeq(s, 6, 2);
   f.Feed(cache, seq, 0, seq.size());
   // Every query row's probabilities sum to one per query head, so per KV head

@@ -32,7 +32,9 @@ class Rng {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   }
-  float Uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>((Next() >> 40) * 0x1.0p-24); }
+  float Uniform(float lo, float hi) {
+    return lo + (hi - lo) * static_cast<float>((Next() >> 40) * 0x1.0p-24);
+  }
   int Int(int n) { return static_cast<int>(Next() % static_cast<uint64_t>(n)); }
 
  private:
@@ -45,16 +47,16 @@ struct TinySpec {
   int d_model = 48;
   int n_heads = 6;
   int n_kv_heads = 2;
-  int head_dim = 8;          // written as key_length when != d_model / n_heads
+  int head_dim = 8;  // written as key_length when != d_model / n_heads
   int ffn_dim = 80;
   int vocab = 97;
   int context = 256;
   float eps = 1e-6f;
   float theta = 10000.f;
-  int rot_dim = 0;           // 0 = head_dim (no key written)
+  int rot_dim = 0;  // 0 = head_dim (no key written)
   bool qkv_bias = true;
   bool tied = false;
-  std::string rope_layout;   // "" = architecture default (no key)
+  std::string rope_layout;  // "" = architecture default (no key)
   // Llama-3 RoPE scaling (factor 0 = none).
   float llama3_factor = 0.f, llama3_low = 1.f, llama3_high = 4.f;
   int llama3_orig_ctx = 64;
@@ -97,7 +99,8 @@ inline void AddTensor(ModelSource& src, const std::string& name, DType t, std::v
   } else {
     buf->resize(values.size() * 2);
     auto* p = reinterpret_cast<uint16_t*>(buf->data());
-    for (size_t i = 0; i < values.size(); ++i) p[i] = t == DType::kF16 ? F32ToF16(values[i]) : F32ToBF16(values[i]);
+    for (size_t i = 0; i < values.size(); ++i)
+      p[i] = t == DType::kF16 ? F32ToF16(values[i]) : F32ToBF16(values[i]);
   }
   TensorView v;
   v.name = name;
@@ -129,7 +132,8 @@ inline TinyModel MakeTinyModel(const TinySpec& spec) {
   md.Set(a + ".embedding_length", GgufValue::U32(spec.d_model));
   md.Set(a + ".attention.head_count", GgufValue::U32(spec.n_heads));
   md.Set(a + ".attention.head_count_kv", GgufValue::U32(spec.n_kv_heads));
-  if (spec.head_dim * spec.n_heads != spec.d_model) md.Set(a + ".attention.key_length", GgufValue::U32(spec.head_dim));
+  if (spec.head_dim * spec.n_heads != spec.d_model)
+    md.Set(a + ".attention.key_length", GgufValue::U32(spec.head_dim));
   md.Set(a + ".feed_forward_length", GgufValue::U32(spec.ffn_dim));
   md.Set(a + ".context_length", GgufValue::U32(spec.context));
   md.Set(a + ".attention.layer_norm_rms_epsilon", GgufValue::F32(spec.eps));
@@ -148,15 +152,17 @@ inline TinyModel MakeTinyModel(const TinySpec& spec) {
             F = spec.ffn_dim, V = spec.vocab;
   auto matrix = [&](const std::string& name, int in, int out, float scale) {
     std::vector<float> w(static_cast<size_t>(in) * out);
-    if (IsQuantizable(spec.weight_type) && spec.weight_type != DType::kF16 && spec.weight_type != DType::kBF16 &&
-        spec.weight_type != DType::kF32) {
+    if (IsQuantizable(spec.weight_type) && spec.weight_type != DType::kF16 &&
+        spec.weight_type != DType::kBF16 && spec.weight_type != DType::kF32) {
       // Quantise row by row; the reference sees the dequantised values.
       for (float& x : w) x = rng.Uniform(-scale, scale);
       const size_t row_bytes = RowBytes(spec.weight_type, in);
       auto buf = std::make_shared<std::vector<uint8_t>>(row_bytes * out);
       for (int r = 0; r < out; ++r) {
-        QuantizeRow(spec.weight_type, w.data() + static_cast<size_t>(r) * in, buf->data() + r * row_bytes, in);
-        DequantizeRow(spec.weight_type, buf->data() + r * row_bytes, w.data() + static_cast<size_t>(r) * in, in);
+        QuantizeRow(spec.weight_type, w.data() + static_cast<size_t>(r) * in, buf->data() + r * row_bytes,
+                    in);
+        DequantizeRow(spec.weight_type, buf->data() + r * row_bytes, w.data() + static_cast<size_t>(r) * in,
+                      in);
       }
       TensorView v;
       v.name = name;
@@ -246,8 +252,7 @@ inline std::vector<float> RefRmsNorm(const std::vector<float>& x, const std::vec
 // frequency scaling (HF's formula) and linear position scaling.
 inline void RefRope(std::vector<float>& x, int n_heads, const TinySpec& s, int pos) {
   const int d = s.head_dim, rot = s.rot_dim ? s.rot_dim : d, half = rot / 2;
-  const bool adjacent =
-      s.rope_layout.empty() ? s.arch == "llama" : s.rope_layout == "adjacent_pairs";
+  const bool adjacent = s.rope_layout.empty() ? s.arch == "llama" : s.rope_layout == "adjacent_pairs";
   for (int h = 0; h < n_heads; ++h) {
     for (int i = 0; i < half; ++i) {
       double freq = std::pow(static_cast<double>(s.theta), -2.0 * i / rot);
@@ -273,14 +278,16 @@ inline void RefRope(std::vector<float>& x, int n_heads, const TinySpec& s, int p
 
 // Full recompute of a sequence: token t attends tokens j <= t with valid[j]
 // (no visible token: zero output). Returns every token's logits.
-inline RefTrace RefForward(const TinyModel& m, const std::vector<RefToken>& seq, const RefSteer& steer = nullptr) {
+inline RefTrace RefForward(const TinyModel& m, const std::vector<RefToken>& seq,
+                           const RefSteer& steer = nullptr) {
   const TinySpec& s = m.spec;
   const RefWeights& W = m.ref;
   const int n = static_cast<int>(seq.size()), D = s.d_model, d = s.head_dim;
   const int Q = s.n_heads * d, KV = s.n_kv_heads * d, group = s.n_heads / s.n_kv_heads;
   RefTrace tr;
   std::vector<std::vector<float>> x(n);
-  for (int t = 0; t < n; ++t) x[t].assign(W.embd.begin() + seq[t].token * D, W.embd.begin() + (seq[t].token + 1) * D);
+  for (int t = 0; t < n; ++t)
+    x[t].assign(W.embd.begin() + seq[t].token * D, W.embd.begin() + (seq[t].token + 1) * D);
   tr.q.resize(s.n_layers);
   tr.k.resize(s.n_layers);
   tr.v.resize(s.n_layers);
@@ -334,7 +341,8 @@ inline RefTrace RefForward(const TinyModel& m, const std::vector<RefToken>& seq,
       const std::vector<float> g = RefMatVec(L.w_gate, h, s.ffn_dim);
       const std::vector<float> u = RefMatVec(L.w_up, h, s.ffn_dim);
       std::vector<float> a(s.ffn_dim);
-      for (int i = 0; i < s.ffn_dim; ++i) a[i] = static_cast<float>(g[i] / (1.0 + std::exp(-double{g[i]})) * u[i]);
+      for (int i = 0; i < s.ffn_dim; ++i)
+        a[i] = static_cast<float>(g[i] / (1.0 + std::exp(-double{g[i]})) * u[i]);
       const std::vector<float> down = RefMatVec(L.w_down, a, D);
       for (int i = 0; i < D; ++i) x[t][i] += down[i];
     }
