@@ -5,11 +5,13 @@
 // f16) once per tile, not once per query head as in llama.cpp's decode path.
 //
 // Per tile, with the bounded KV cache the scores fit in scratch, so softmax is
-// exact two-pass rather than online:
-//   pass 1  S[j][s] = scale * q_j . k_s  for visible slots, else -inf
-//   softmax p[j][s] = exp(S[j][s] - max_j) / sum_j   (Highway Exp)
-//   pass 2  out_j = sum_s p[j][s] v_s   (slot blocks kept in L1, d-chunks in registers)
-//   H2O     attn_accum[s] += p[j][s], queries in order (row-major, then head)
+// exact two-pass rather than online (no rescaling, and H2O needs the final
+// probabilities anyway):
+//   pass 1  S[s][j] = scale * q_j . k_s for visible slots, else -inf; two
+//           slots per step share the q loads, 8 dots reduce in one hadd tree
+//   softmax p[s][j] = exp(S[s][j] - max_j) / sum_j, vectorised across queries
+//   pass 2  out_j = sum_s p[s][j] v_s (slot blocks kept in L1, d-chunks in registers)
+//   H2O     attn_accum[s] += p[s][j], queries in order (row-major, then head)
 // Every output and accumulator element is produced by one work item in a
 // fixed order, so results do not depend on the thread count.
 #undef HWY_TARGET_INCLUDE
@@ -55,115 +57,178 @@ struct Tile {
   int64_t max_limit;
 };
 
-// Pass 1: S[j * stride + s] for s < max_limit.
+#undef SKIPKV_ATTN_X86
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+#define SKIPKV_ATTN_X86 1
+#else
+#define SKIPKV_ATTN_X86 0
+#endif
+
+constexpr int kQT = kAttnQueryTile;  // scores are stored slot-major: S[s * kQT + j]
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Register blocking: two slots (scores) or two d-chunks (values) per step
+// need 2 * NQ accumulators; AVX2 has 16 vector registers, AVX-512 targets 32.
+template <int NQ>
+constexpr bool kPairs = NQ <= 6 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL;
+
+// Writes the scaled dot products of one slot (dots[j], j < NQ) into S,
+// -inf where the query may not see the slot.
+template <int NQ>
+HWY_INLINE void StoreScores(const Tile& tile, int64_t s, const float* dots, float scale, float* S) {
+  for (int j = 0; j < kQT; ++j) S[s * kQT + j] = (j < NQ && s < tile.limit[j]) ? dots[j] * scale : kNegInf;
+}
+
+#if SKIPKV_ATTN_X86
+// a[0..8) -> one vector whose lane j is the sum of a[j]'s lanes.
+HWY_INLINE __m256 Reduce8(const __m256* a) {
+  const __m256 h01 = _mm256_hadd_ps(a[0], a[1]), h23 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 h45 = _mm256_hadd_ps(a[4], a[5]), h67 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 h0123 = _mm256_hadd_ps(h01, h23), h4567 = _mm256_hadd_ps(h45, h67);
+  return _mm256_add_ps(_mm256_permute2f128_ps(h0123, h4567, 0x20),
+                       _mm256_permute2f128_ps(h0123, h4567, 0x31));
+}
+#endif
+
+// Horizontal sums of NQ accumulators into dots[0..NQ).
+template <int NQ>
+HWY_INLINE void ReduceDots(DF df, const hn::Vec<DF>* acc, float* dots) {
+#if SKIPKV_ATTN_X86
+  __m256 a[8];
+  for (int j = 0; j < 8; ++j) a[j] = j < NQ ? acc[j].raw : _mm256_setzero_ps();
+  _mm256_storeu_ps(dots, Reduce8(a));
+#else
+  for (int j = 0; j < NQ; ++j) dots[j] = hn::GetLane(hn::SumOfLanes(df, acc[j]));
+#endif
+}
+
+// Pass 1: S[s * kQT + j] for s < max_limit. Invalid slots are skipped (their
+// rows may hold garbage); each (slot, query) dot follows the same FMA order
+// and reduction whether or not its slot was paired with the next one.
 template <int NQ, class KT>
-void Scores(const Tile& tile, const KT* k, const uint8_t* valid, int d, float scale, float* S,
-            int64_t stride) {
+void Scores(const Tile& tile, const KT* k, const uint8_t* valid, int d, float scale, float* S) {
   const DF df;
   const int N = static_cast<int>(hn::Lanes(df));
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  for (int64_t s = 0; s < tile.max_limit; ++s) {
+  alignas(32) float dots0[kQT], dots1[kQT];
+  int64_t s = 0;
+  while (s < tile.max_limit) {
     if (valid != nullptr && !valid[s]) {
-      for (int j = 0; j < NQ; ++j) S[j * stride + s] = kNegInf;
+      for (int j = 0; j < kQT; ++j) S[s * kQT + j] = kNegInf;
+      ++s;
       continue;
     }
-    const KT* ks = k + s * d;
-    hn::Vec<DF> acc[NQ];
-    for (int j = 0; j < NQ; ++j) acc[j] = hn::Zero(df);
-    for (int c = 0; c < d; c += N) {
-      const auto kv = LoadKv(df, ks + c);
-      for (int j = 0; j < NQ; ++j) acc[j] = hn::MulAdd(kv, hn::LoadU(df, tile.q[j] + c), acc[j]);
-    }
-    for (int j = 0; j < NQ; ++j) {
-      const float dot = hn::GetLane(hn::SumOfLanes(df, acc[j]));
-      S[j * stride + s] = s < tile.limit[j] ? dot * scale : kNegInf;
+    const bool pair = kPairs<NQ> && s + 1 < tile.max_limit && (valid == nullptr || valid[s + 1]);
+    const KT* k0 = k + s * d;
+    hn::Vec<DF> acc0[NQ];
+    for (int j = 0; j < NQ; ++j) acc0[j] = hn::Zero(df);
+    if (pair) {
+      const KT* k1 = k0 + d;
+      hn::Vec<DF> acc1[NQ];
+      for (int j = 0; j < NQ; ++j) acc1[j] = hn::Zero(df);
+      for (int c = 0; c < d; c += N) {
+        const auto kv0 = LoadKv(df, k0 + c), kv1 = LoadKv(df, k1 + c);
+        for (int j = 0; j < NQ; ++j) {
+          const auto qv = hn::LoadU(df, tile.q[j] + c);
+          acc0[j] = hn::MulAdd(kv0, qv, acc0[j]);
+          acc1[j] = hn::MulAdd(kv1, qv, acc1[j]);
+        }
+      }
+      ReduceDots<NQ>(df, acc0, dots0);
+      ReduceDots<NQ>(df, acc1, dots1);
+      StoreScores<NQ>(tile, s, dots0, scale, S);
+      StoreScores<NQ>(tile, s + 1, dots1, scale, S);
+      s += 2;
+    } else {
+      for (int c = 0; c < d; c += N) {
+        const auto kv0 = LoadKv(df, k0 + c);
+        for (int j = 0; j < NQ; ++j) acc0[j] = hn::MulAdd(kv0, hn::LoadU(df, tile.q[j] + c), acc0[j]);
+      }
+      ReduceDots<NQ>(df, acc0, dots0);
+      StoreScores<NQ>(tile, s, dots0, scale, S);
+      s += 1;
     }
   }
 }
 
-// Pass 2: out_j = sum_s P[j][s] v_s over valid s < max_limit (P already
-// normalised; slots a query may not see have P = 0).
-template <int NQ, class KT>
-void WeightedValues(const Tile& tile, const KT* v, const uint8_t* valid, int d, const float* P,
-                    int64_t stride) {
+// Softmax over slots of each query column of S[0..len)[kQT], in place,
+// vectorised across the queries. A column with no visible slot becomes 0.
+void SoftmaxColumns(float* S, int64_t len) {
   const DF df;
   const int N = static_cast<int>(hn::Lanes(df));
-  constexpr int64_t kSlotBlock = 64;  // 64 rows of V stay in L1 across the d-chunks
+  const auto neg_inf = hn::Set(df, kNegInf);
+  for (int jj = 0; jj < kQT; jj += N) {
+    auto vmax = neg_inf;
+    for (int64_t s = 0; s < len; ++s) vmax = hn::Max(vmax, hn::LoadU(df, S + s * kQT + jj));
+    // Exp returns exactly 0 below -104, so -inf scores (masked) give p = 0.
+    const auto m = hn::IfThenZeroElse(hn::Eq(vmax, neg_inf), vmax);
+    auto vsum = hn::Zero(df);
+    for (int64_t s = 0; s < len; ++s) {
+      const auto p = hn::CallExp(df, hn::Sub(hn::LoadU(df, S + s * kQT + jj), m));
+      vsum = hn::Add(vsum, p);
+      hn::StoreU(p, df, S + s * kQT + jj);
+    }
+    const auto inv = hn::IfThenElseZero(hn::Gt(vsum, hn::Zero(df)), hn::Div(hn::Set(df, 1.f), vsum));
+    for (int64_t s = 0; s < len; ++s) {
+      hn::StoreU(hn::Mul(hn::LoadU(df, S + s * kQT + jj), inv), df, S + s * kQT + jj);
+    }
+  }
+}
+
+// out_j[c0, c0 + NC * N) += sum_{s in [s0, s1), valid} P[s][j] v_s[c0 ...].
+template <int NQ, int NC, class KT>
+HWY_INLINE void ValueChunks(const Tile& tile, const KT* v, const uint8_t* valid, int d, const float* P,
+                            int64_t s0, int64_t s1, int c0) {
+  const DF df;
+  const int N = static_cast<int>(hn::Lanes(df));
+  hn::Vec<DF> acc[NC][NQ];
+  for (int u = 0; u < NC; ++u) {
+    for (int j = 0; j < NQ; ++j) acc[u][j] = hn::LoadU(df, tile.out[j] + c0 + u * N);
+  }
+  for (int64_t s = s0; s < s1; ++s) {
+    if (valid != nullptr && !valid[s]) continue;  // invalid rows may hold garbage
+    hn::Vec<DF> vv[NC];
+    for (int u = 0; u < NC; ++u) vv[u] = LoadKv(df, v + s * d + c0 + u * N);
+    for (int j = 0; j < NQ; ++j) {
+      const auto p = hn::Set(df, P[s * kQT + j]);
+      for (int u = 0; u < NC; ++u) acc[u][j] = hn::MulAdd(p, vv[u], acc[u][j]);
+    }
+  }
+  for (int u = 0; u < NC; ++u) {
+    for (int j = 0; j < NQ; ++j) hn::StoreU(acc[u][j], df, tile.out[j] + c0 + u * N);
+  }
+}
+
+// Pass 2: out_j = sum_s P[s][j] v_s over valid s < max_limit (P normalised;
+// 0 where the query may not see the slot). Slot blocks of 64 rows stay in L1
+// while the d-chunks sweep them; each (query, chunk) accumulates in slot order.
+template <int NQ, class KT>
+void WeightedValues(const Tile& tile, const KT* v, const uint8_t* valid, int d, const float* P) {
+  const DF df;
+  const int N = static_cast<int>(hn::Lanes(df));
+  constexpr int64_t kSlotBlock = 64;
   for (int j = 0; j < NQ; ++j) std::fill(tile.out[j], tile.out[j] + d, 0.f);
   for (int64_t s0 = 0; s0 < tile.max_limit; s0 += kSlotBlock) {
     const int64_t s1 = std::min(tile.max_limit, s0 + kSlotBlock);
-    for (int c = 0; c < d; c += N) {
-      hn::Vec<DF> acc[NQ];
-      for (int j = 0; j < NQ; ++j) acc[j] = hn::LoadU(df, tile.out[j] + c);
-      for (int64_t s = s0; s < s1; ++s) {
-        if (valid != nullptr && !valid[s]) continue;  // invalid rows may hold garbage
-        const auto vv = LoadKv(df, v + s * d + c);
-        for (int j = 0; j < NQ; ++j) acc[j] = hn::MulAdd(hn::Set(df, P[j * stride + s]), vv, acc[j]);
-      }
-      for (int j = 0; j < NQ; ++j) hn::StoreU(acc[j], df, tile.out[j] + c);
+    int c = 0;
+    if constexpr (kPairs<NQ>) {
+      for (; c + 2 * N <= d; c += 2 * N) ValueChunks<NQ, 2, KT>(tile, v, valid, d, P, s0, s1, c);
     }
-  }
-}
-
-// Softmax of each query's score row over [0, len) in place (len padded to
-// whole vectors with -inf). Returns false in *any_visible[j] when query j sees
-// no slot (its row becomes all zeros).
-void SoftmaxRows(int nq, float* S, int64_t stride, int64_t len, bool* visible) {
-  const hn::ScalableTag<float> df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  for (int j = 0; j < nq; ++j) {
-    float* row = S + j * stride;
-    auto vmax = hn::Set(df, -std::numeric_limits<float>::infinity());
-    for (int64_t s = 0; s < len; s += N) vmax = hn::Max(vmax, hn::Load(df, row + s));
-    const float mx = hn::GetLane(hn::MaxOfLanes(df, vmax));
-    visible[j] = mx != -std::numeric_limits<float>::infinity();
-    if (!visible[j]) {
-      std::fill(row, row + len, 0.f);
-      continue;
-    }
-    const auto vm = hn::Set(df, mx);
-    auto vsum = hn::Zero(df);
-    for (int64_t s = 0; s < len; s += N) {
-      // Exp returns 0 below -104, so -inf scores (masked slots) give exactly 0.
-      const auto p = hn::CallExp(df, hn::Sub(hn::Load(df, row + s), vm));
-      vsum = hn::Add(vsum, p);
-      hn::Store(p, df, row + s);
-    }
-    const auto inv = hn::Set(df, 1.f / hn::GetLane(hn::SumOfLanes(df, vsum)));
-    for (int64_t s = 0; s < len; s += N) hn::Store(hn::Mul(hn::Load(df, row + s), inv), df, row + s);
+    for (; c < d; c += N) ValueChunks<NQ, 1, KT>(tile, v, valid, d, P, s0, s1, c);
   }
 }
 
 template <class KT>
-void RunTile(const AttentionShape& shape, const AttentionTask& task, int kvh, const Tile& tile,
-             float* S, int64_t stride) {
+void RunTile(const AttentionShape& shape, const AttentionTask& task, int kvh, const Tile& tile, float* S) {
   const KT* k = static_cast<const KT*>(task.k[kvh]);
   const KT* v = static_cast<const KT*>(task.v[kvh]);
   const uint8_t* valid = task.valid != nullptr ? task.valid[kvh] : nullptr;
   const int d = shape.head_dim;
   switch (tile.nq) {
-#define SKIPKV_ATTN_CASE(n) \
-  case n:                   \
-    Scores<n, KT>(tile, k, valid, d, shape.scale, S, stride); \
-    break;
-    SKIPKV_ATTN_CASE(1) SKIPKV_ATTN_CASE(2) SKIPKV_ATTN_CASE(3) SKIPKV_ATTN_CASE(4)
-    SKIPKV_ATTN_CASE(5) SKIPKV_ATTN_CASE(6) SKIPKV_ATTN_CASE(7) SKIPKV_ATTN_CASE(8)
-#undef SKIPKV_ATTN_CASE
-    default:
-      SKIPKV_CHECK(false);
-  }
-  const hn::ScalableTag<float> dfs;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(dfs));
-  const int64_t len = (tile.max_limit + N - 1) / N * N;  // <= stride
-  for (int j = 0; j < tile.nq; ++j) {
-    std::fill(S + j * stride + tile.max_limit, S + j * stride + len, -std::numeric_limits<float>::infinity());
-  }
-  bool visible[kAttnQueryTile];
-  SoftmaxRows(tile.nq, S, stride, len, visible);
-  switch (tile.nq) {
-#define SKIPKV_ATTN_CASE(n) \
-  case n:                   \
-    WeightedValues<n, KT>(tile, v, valid, d, S, stride); \
+#define SKIPKV_ATTN_CASE(n)                                  \
+  case n:                                                    \
+    Scores<n, KT>(tile, k, valid, d, shape.scale, S);        \
+    SoftmaxColumns(S, tile.max_limit);                       \
+    WeightedValues<n, KT>(tile, v, valid, d, S);             \
     break;
     SKIPKV_ATTN_CASE(1) SKIPKV_ATTN_CASE(2) SKIPKV_ATTN_CASE(3) SKIPKV_ATTN_CASE(4)
     SKIPKV_ATTN_CASE(5) SKIPKV_ATTN_CASE(6) SKIPKV_ATTN_CASE(7) SKIPKV_ATTN_CASE(8)
@@ -172,15 +237,16 @@ void RunTile(const AttentionShape& shape, const AttentionTask& task, int kvh, co
       SKIPKV_CHECK(false);
   }
   if (task.attn_accum != nullptr) {
+    // H2O: per slot, add the probabilities in query order (row, then head),
+    // as the reference does. Slots a query cannot see have P = 0.
     float* acc = task.attn_accum[kvh];
-    for (int j = 0; j < tile.nq; ++j) {
-      if (!visible[j]) continue;
-      const float* p = S + j * stride;
-      int64_t s = 0;
-      for (; s + N <= tile.limit[j]; s += N) {
-        hn::StoreU(hn::Add(hn::LoadU(dfs, acc + s), hn::Load(dfs, p + s)), dfs, acc + s);
+    for (int64_t s = 0; s < tile.max_limit; ++s) {
+      if (valid != nullptr && !valid[s]) continue;
+      float a = acc[s];
+      for (int j = 0; j < tile.nq; ++j) {
+        if (s < tile.limit[j]) a += S[s * kQT + j];
       }
-      for (; s < tile.limit[j]; ++s) acc[s] += p[s];
+      acc[s] = a;
     }
   }
 }
@@ -189,9 +255,6 @@ void AttentionItemT(const AttentionShape& shape, const AttnItem& item, float* sc
   const AttentionTask& task = *item.task;
   const int group = shape.n_heads / shape.n_kv_heads;
   const int d = shape.head_dim;
-  const hn::ScalableTag<float> dfs;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(dfs));
-  const int64_t stride = (task.n_slots + N - 1) / N * N;
   for (int64_t q0 = item.q_begin; q0 < item.q_end; q0 += kAttnQueryTile) {
     Tile tile;
     tile.nq = static_cast<int>(std::min<int64_t>(kAttnQueryTile, item.q_end - q0));
@@ -206,9 +269,9 @@ void AttentionItemT(const AttentionShape& shape, const AttnItem& item, float* sc
       tile.max_limit = std::max(tile.max_limit, tile.limit[j]);
     }
     if (shape.kv_type == DType::kF16) {
-      RunTile<f16_t>(shape, task, item.kv_head, tile, scratch, stride);
+      RunTile<f16_t>(shape, task, item.kv_head, tile, scratch);
     } else {
-      RunTile<float>(shape, task, item.kv_head, tile, scratch, stride);
+      RunTile<float>(shape, task, item.kv_head, tile, scratch);
     }
   }
 }
@@ -225,10 +288,9 @@ void AttentionItem(const AttentionShape& shape, const AttnItem& item, float* scr
   HWY_DYNAMIC_DISPATCH(AttentionItemT)(shape, item, scratch);
 }
 
-// Scores of one tile: kAttnQueryTile rows of n_slots rounded up to whole
-// vectors (64 lanes covers every target).
+// Scores of one tile: n_slots rows of kAttnQueryTile floats.
 size_t AttnScratchFloats(const AttentionShape& shape, int64_t n_slots) {
-  return static_cast<size_t>(kAttnQueryTile) * static_cast<size_t>((n_slots + 63) / 64 * 64);
+  return static_cast<size_t>(kAttnQueryTile) * static_cast<size_t>(n_slots);
 }
 }  // namespace skipkv::kernels::internal
 #endif
