@@ -134,6 +134,162 @@ void SoftmaxInPlace(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+// ---- Redundancy Gram pass ------------------------------------------------------
+// Accumulators of the upper-triangle pass over S = Kn·Knᵀ (see Redundancy):
+// sum[r] = Σ_{c ≠ r} S[r][c]; last[r] = largest c with S[r][c] > 0.5 (or −1)
+// and last_val[r] = S[r][last[r]]; row0[c] = S[0][c].
+struct Gram {
+  float* sum;
+  float* last_val;
+  float* row0;
+  int32_t* last;
+};
+
+// Zeroes the entries of a tile with c ≤ a (diagonal tiles), so that every
+// pair a < c is consumed exactly once.
+void MaskLowerTriangle(float* tile, int64_t i0, int64_t j0) {
+  for (int i = 0; i < kMr; ++i)
+    for (int j = 0; j < kNr; ++j)
+      if (j0 + j <= i0 + i) tile[i * kNr + j] = 0.f;
+}
+
+// Scalar epilogue of one (masked) tile: sums into row_acc (rows) and
+// g.sum (columns) when do_sums, row 0, and the threshold hits. Column panels
+// arrive in increasing c and row blocks in increasing a, but the hit update
+// takes the max explicitly, so the order does not matter.
+void TileEpilogue(const float* tile, int64_t i0, int64_t j0, const Gram& g, float* row_acc, bool do_sums) {
+  if (do_sums) {
+    for (int i = 0; i < kMr; ++i) {
+      float rs = 0.f;
+      for (int j = 0; j < kNr; ++j) rs += tile[i * kNr + j];
+      row_acc[i] += rs;
+    }
+    for (int j = 0; j < kNr; ++j) {
+      float cs = 0.f;
+      for (int i = 0; i < kMr; ++i) cs += tile[i * kNr + j];
+      g.sum[j0 + j] += cs;
+    }
+  }
+  if (i0 == 0) {
+    for (int j = 0; j < kNr; ++j) g.row0[j0 + j] = tile[j];  // tile[0][j] = S[0][j0 + j]
+  }
+  for (int i = 0; i < kMr; ++i) {
+    for (int j = 0; j < kNr; ++j) {
+      const float s = tile[i * kNr + j];
+      if (!(s > kSimThreshold)) continue;
+      const int64_t a = i0 + i, c = j0 + j;
+      if (c > g.last[a]) g.last[a] = static_cast<int32_t>(c), g.last_val[a] = s;
+      if (a > g.last[c]) g.last[c] = static_cast<int32_t>(a), g.last_val[c] = s;
+    }
+  }
+}
+
+// One row block [i0, i0 + kMr) against the column panels holding c ≥ i0.
+void GramRowBlockGeneric(const float* kn, int64_t i0, const float* packed, int64_t n, int d, const Gram& g) {
+  float tile[kMr * kNr];
+  float row_acc[kMr] = {};
+  for (int64_t j0 = (i0 / kNr) * kNr; j0 < n; j0 += kNr) {
+    TileGeneric(kn + i0 * d, d, packed + (j0 / kNr) * d * kNr, d, tile);
+    if (j0 < i0 + kMr) MaskLowerTriangle(tile, i0, j0);
+    TileEpilogue(tile, i0, j0, g, row_acc, /*do_sums=*/true);
+  }
+  for (int i = 0; i < kMr; ++i) g.sum[i0 + i] += row_acc[i];
+}
+
+#ifdef SKIPKV_KV_X86
+// Same contract; the off-diagonal tiles (all but one or two per block) keep
+// their sums and the threshold test in registers, and only tiles with a hit
+// go through the scalar epilogue.
+__attribute__((target("avx2,fma"))) void GramRowBlockAvx2(const float* kn, int64_t i0, const float* packed,
+                                                          int64_t n, int d, const Gram& g) {
+  alignas(32) float tile[kMr * kNr];
+  float row_acc[kMr] = {};  // diagonal tiles
+  __m256 racc[kMr];         // off-diagonal tiles, 8 lanes per row
+  for (int i = 0; i < kMr; ++i) racc[i] = _mm256_setzero_ps();
+  const __m256 thr = _mm256_set1_ps(kSimThreshold);
+  const float* a = kn + i0 * d;
+  for (int64_t j0 = (i0 / kNr) * kNr; j0 < n; j0 += kNr) {
+    const float* panel = packed + (j0 / kNr) * d * kNr;
+    if (j0 < i0 + kMr || i0 == 0) {
+      TileAvx2(a, d, panel, d, tile);
+      if (j0 < i0 + kMr) MaskLowerTriangle(tile, i0, j0);
+      TileEpilogue(tile, i0, j0, g, row_acc, /*do_sums=*/true);
+      continue;
+    }
+    __m256 c[kMr][2];
+    for (int i = 0; i < kMr; ++i) c[i][0] = c[i][1] = _mm256_setzero_ps();
+    for (int k = 0; k < d; ++k) {
+      const __m256 b0 = _mm256_loadu_ps(panel + k * kNr);
+      const __m256 b1 = _mm256_loadu_ps(panel + k * kNr + 8);
+      for (int i = 0; i < kMr; ++i) {
+        const __m256 ai = _mm256_broadcast_ss(a + i * d + k);
+        c[i][0] = _mm256_fmadd_ps(ai, b0, c[i][0]);
+        c[i][1] = _mm256_fmadd_ps(ai, b1, c[i][1]);
+      }
+    }
+    // Column sums (fixed order over rows), row sums, threshold masks.
+    __m256 cs0 = c[0][0], cs1 = c[0][1];
+    int mask[kMr];
+    int any = 0;
+    for (int i = 0; i < kMr; ++i) {
+      if (i > 0) {
+        cs0 = _mm256_add_ps(cs0, c[i][0]);
+        cs1 = _mm256_add_ps(cs1, c[i][1]);
+      }
+      racc[i] = _mm256_add_ps(racc[i], _mm256_add_ps(c[i][0], c[i][1]));
+      mask[i] = _mm256_movemask_ps(_mm256_cmp_ps(c[i][0], thr, _CMP_GT_OQ)) |
+                (_mm256_movemask_ps(_mm256_cmp_ps(c[i][1], thr, _CMP_GT_OQ)) << 8);
+      any |= mask[i];
+    }
+    _mm256_storeu_ps(g.sum + j0, _mm256_add_ps(_mm256_loadu_ps(g.sum + j0), cs0));
+    _mm256_storeu_ps(g.sum + j0 + 8, _mm256_add_ps(_mm256_loadu_ps(g.sum + j0 + 8), cs1));
+    if (any) {
+      // Hits, from the masks: row a's candidate is its largest hit column in
+      // this tile; column c's candidate is its largest hit row. Every c > a here.
+      for (int i = 0; i < kMr; ++i) {
+        _mm256_store_ps(tile + i * kNr, c[i][0]);
+        _mm256_store_ps(tile + i * kNr + 8, c[i][1]);
+      }
+      for (int i = 0; i < kMr; ++i) {
+        if (!mask[i]) continue;
+        const int j = 31 - __builtin_clz(static_cast<unsigned>(mask[i]));
+        const int64_t a_row = i0 + i, col = j0 + j;
+        if (col > g.last[a_row]) g.last[a_row] = static_cast<int32_t>(col), g.last_val[a_row] = tile[i * kNr + j];
+      }
+      int pending = any;
+      for (int i = kMr - 1; i >= 0 && pending; --i) {
+        int bits = mask[i] & pending;
+        pending &= ~bits;
+        while (bits) {
+          const int j = __builtin_ctz(static_cast<unsigned>(bits));
+          bits &= bits - 1;
+          const int64_t a_row = i0 + i, col = j0 + j;
+          if (a_row > g.last[col]) g.last[col] = static_cast<int32_t>(a_row), g.last_val[col] = tile[i * kNr + j];
+        }
+      }
+    }
+  }
+  for (int i = 0; i < kMr; ++i) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, racc[i]);
+    float rs = row_acc[i];
+    for (float v : lanes) rs += v;
+    g.sum[i0 + i] += rs;
+  }
+}
+#endif
+
+using GramRowBlockFn = void (*)(const float*, int64_t, const float*, int64_t, int, const Gram&);
+
+GramRowBlockFn PickGramRowBlock() {
+#ifdef SKIPKV_KV_X86
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return GramRowBlockAvx2;
+#endif
+  return GramRowBlockGeneric;
+}
+
+const GramRowBlockFn kGramRowBlock = PickGramRowBlock();
+
 }  // namespace
 
 void MatMulABt(const float* a, int64_t m, const float* b, int64_t n, int d, float* c) {
@@ -209,62 +365,16 @@ void Redundancy(const float* k, int64_t n, int d, const uint8_t* valid, float* o
   float* packed = Grow(scratch.b, n_rows * d);
   PackPanels(kn, n, d, packed);
 
-  // sum[r] = Σ_{c ≠ r} S[r][c]; last[r] = largest c with S[r][c] > 0.5 (or
-  // −1) and last_val[r] = S[r][last[r]]; row0[c] = S[0][c].
-  float* sum = Grow(scratch.c, n_rows);
-  float* last_val = Grow(scratch.d, n_rows);
-  float* row0 = Grow(scratch.e, n_rows);
-  int32_t* last = Grow(scratch.idx, n_rows);
-  std::fill(sum, sum + n_rows, 0.f);
-  std::fill(row0, row0 + n_rows, 0.f);
-  std::fill(last, last + n_rows, -1);
-
-  // Upper triangle: row block [i0, i0 + kMr) against the column panels that
-  // contain columns ≥ i0; entries with c ≤ a are zeroed, so every pair a < c
-  // is visited exactly once. Both S[a][c] and S[c][a] (equal) are consumed.
-  float tile[kMr * kNr];
-  for (int64_t i0 = 0; i0 < n; i0 += kMr) {
-    float row_acc[kMr] = {};
-    for (int64_t j0 = (i0 / kNr) * kNr; j0 < n; j0 += kNr) {
-      kTile(kn + i0 * d, d, packed + (j0 / kNr) * d * kNr, d, tile);
-      if (j0 < i0 + kMr) {  // diagonal tile: keep only c > a
-        for (int i = 0; i < kMr; ++i)
-          for (int j = 0; j < kNr; ++j)
-            if (j0 + j <= i0 + i) tile[i * kNr + j] = 0.f;
-      }
-      bool hit = false;
-      for (int i = 0; i < kMr; ++i) {
-        float rs = 0.f;
-        for (int j = 0; j < kNr; ++j) {
-          rs += tile[i * kNr + j];
-          hit |= tile[i * kNr + j] > kSimThreshold;
-        }
-        row_acc[i] += rs;
-      }
-      for (int j = 0; j < kNr; ++j) {
-        float cs = 0.f;
-        for (int i = 0; i < kMr; ++i) cs += tile[i * kNr + j];
-        sum[j0 + j] += cs;
-      }
-      if (i0 == 0) {
-        for (int j = 0; j < kNr; ++j) row0[j0 + j] = tile[j];  // tile[0][j] = S[0][j0+j] (0 for j0+j = 0)
-      }
-      if (hit) {
-        // Column panels arrive in increasing c and row blocks in increasing
-        // a, so overwriting keeps the largest index.
-        for (int i = 0; i < kMr; ++i) {
-          for (int j = 0; j < kNr; ++j) {
-            const float s = tile[i * kNr + j];
-            if (!(s > kSimThreshold)) continue;
-            const int64_t a = i0 + i, c = j0 + j;
-            if (c > last[a]) last[a] = static_cast<int32_t>(c), last_val[a] = s;
-            if (a > last[c]) last[c] = static_cast<int32_t>(a), last_val[c] = s;
-          }
-        }
-      }
-    }
-    for (int i = 0; i < kMr; ++i) sum[i0 + i] += row_acc[i];
-  }
+  Gram g{Grow(scratch.c, n_rows), Grow(scratch.d, n_rows), Grow(scratch.e, n_rows), Grow(scratch.idx, n_rows)};
+  std::fill(g.sum, g.sum + n_rows, 0.f);
+  std::fill(g.row0, g.row0 + n_rows, 0.f);
+  std::fill(g.last, g.last + n_rows, -1);
+  // Upper triangle, one row block at a time (see the Gram helpers above).
+  for (int64_t i0 = 0; i0 < n; i0 += kMr) kGramRowBlock(kn, i0, packed, n, d, g);
+  float* sum = g.sum;
+  const float* last_val = g.last_val;
+  const float* row0 = g.row0;
+  const int32_t* last = g.last;
 
   // Column sums of the edited S: S is symmetric, so Σ_a S[a][n] (a ≠ n) is
   // sum[n]; then each row a's retain-last edit removes S[a][j*] from column j*.
