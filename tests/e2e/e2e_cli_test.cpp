@@ -1,0 +1,202 @@
+// End-to-end: the `skipkv` CLI on its embedded model. Checks the default
+// story against llama2.c's reference greedy output, that bad input exits
+// non-zero with a clear message, and that batching (ragged and padded) gives
+// every prompt the greedy tokens it gets alone.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const std::string kBinary = std::string(SKIPKV_BINARY_DIR) + "/apps/skipkv/skipkv";
+
+struct CmdResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs `skipkv <args>` through the shell; stderr goes to a temp file.
+CmdResult Skipkv(const std::string& args) {
+  static int counter = 0;
+  const std::string err_path = ::testing::TempDir() + "/skipkv_e2e_err_" + std::to_string(::getpid()) + "_" +
+                               std::to_string(counter++) + ".txt";
+  const std::string cmd = kBinary + " " + args + " 2>" + err_path;
+  CmdResult r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = ReadAll(err_path);
+  std::remove(err_path.c_str());
+  return r;
+}
+
+std::vector<nlohmann::json> JsonLines(const std::string& out) {
+  std::vector<nlohmann::json> v;
+  std::istringstream ss(out);
+  for (std::string line; std::getline(ss, line);) {
+    if (!line.empty()) v.push_back(nlohmann::json::parse(line));
+  }
+  return v;
+}
+
+TEST(CliRunTest, DefaultStoryMatchesLlama2cGreedyReference) {
+  const std::string ref = ReadAll(std::string(SKIPKV_TEST_DATA_DIR) + "/stories260K/stories260K_greedy_257.txt");
+  ASSERT_GT(ref.size(), 500u);
+  CmdResult r = Skipkv("run -n 256 -t 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // run.c printed 257 tokens; 256 are a strict prefix of its text (the
+  // trailing newline is ours).
+  ASSERT_FALSE(r.out.empty());
+  ASSERT_EQ(r.out.back(), '\n');
+  const std::string text = r.out.substr(0, r.out.size() - 1);
+  EXPECT_GT(text.size(), 500u);
+  EXPECT_EQ(ref.compare(0, text.size(), text), 0) << "got:\n" << text;
+  EXPECT_NE(r.err.find("generated 256 tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("KV: peak"), std::string::npos) << r.err;
+  // With -n 257 the output is run.c's, byte for byte.
+  CmdResult full = Skipkv("run -n 257 -q");
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  EXPECT_EQ(full.out, ref);
+}
+
+TEST(CliRunTest, BadInputsExitNonZeroWithAClearMessage) {
+  struct Case {
+    std::string args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"run -m /nonexistent/model.gguf", "/nonexistent/model.gguf"},
+      {"run -n 0", "max_new_tokens must be >= 1"},
+      {"run --temp -1", "temperature must be >= 0"},
+      {"run --top-p 1.5", "top_p must be in (0, 1]"},
+      {"run --kv-policy bogus", "unknown KV policy 'bogus'"},
+      {"run --kv-policy rkv --kv-budget 8 --kv-window 8", "budget (8) must be larger than the window (8)"},
+      {"run --kv-policy rkv --kv-budget 4 --kv-window 8", "must be larger than the window"},
+      {"run --pad-policy sideways", "unknown pad policy 'sideways'"},
+      {"run --kv-type q3", "unknown KV type 'q3'"},
+      {"run -f /nonexistent/prompt.txt", "/nonexistent/prompt.txt"},
+      {"run -p 'Once upon a time there was' -c 4", "does not fit the context"},
+      {"perplexity -f /nonexistent/text.txt", "/nonexistent/text.txt"},
+  };
+  for (const Case& c : cases) {
+    CmdResult r = Skipkv(c.args);
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\nstderr: " << r.err;
+    EXPECT_EQ(r.err.find("CHECK failed"), std::string::npos) << c.args;
+  }
+}
+
+TEST(CliRunTest, HelpExplainsEveryOption) {
+  CmdResult r = Skipkv("run --help");
+  ASSERT_EQ(r.exit_code, 0);
+  for (const char* opt : {"--model", "--prompt", "--file", "--chat", "--n-predict", "--temp", "--top-k", "--top-p",
+                          "--min-p", "--repeat-penalty", "--seed", "--stop", "--threads", "--kv-type", "--kv-policy",
+                          "--kv-budget", "--kv-window", "--kv-interval", "--mix-lambda", "--kv-trace",
+                          "--batch-size", "--pad-policy", "--json"}) {
+    EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
+  }
+}
+
+const char* kPromptArgs = "-p 'Once upon a time' -p 'Lily and Tom were' -p 'The big dog' -p 'One day, a little bird'";
+const std::vector<std::string> kPrompts = {"Once upon a time", "Lily and Tom were", "The big dog",
+                                           "One day, a little bird"};
+
+std::vector<std::vector<int>> TokensOf(const std::vector<nlohmann::json>& lines) {
+  std::vector<std::vector<int>> t;
+  for (const auto& j : lines) t.push_back(j.at("tokens").get<std::vector<int>>());
+  return t;
+}
+
+TEST(CliRunTest, RaggedBatchGivesTheSameGreedyTokensAsEachPromptAlone) {
+  CmdResult batch = Skipkv(std::string("run --json -n 48 -t 2 ") + kPromptArgs);
+  ASSERT_EQ(batch.exit_code, 0) << batch.err;
+  auto lines = JsonLines(batch.out);
+  ASSERT_EQ(lines.size(), kPrompts.size());
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    EXPECT_EQ(lines[i].at("index").get<size_t>(), i);
+    CmdResult alone = Skipkv("run --json -n 48 -t 2 -p '" + kPrompts[i] + "'");
+    ASSERT_EQ(alone.exit_code, 0) << alone.err;
+    auto one = JsonLines(alone.out);
+    ASSERT_EQ(one.size(), 1u);
+    EXPECT_EQ(lines[i].at("tokens"), one[0].at("tokens")) << kPrompts[i];
+    EXPECT_EQ(lines[i].at("text"), one[0].at("text"));
+    EXPECT_EQ(lines[i].at("generated_tokens").get<int>(), 48);
+  }
+}
+
+TEST(CliRunTest, PaddedFullGivesTheSameGreedyTokensAsRagged) {
+  CmdResult ragged = Skipkv(std::string("run --json -n 40 ") + kPromptArgs);
+  CmdResult padded = Skipkv(std::string("run --json -n 40 --pad-policy padded --batch-size 3 ") + kPromptArgs);
+  ASSERT_EQ(ragged.exit_code, 0) << ragged.err;
+  ASSERT_EQ(padded.exit_code, 0) << padded.err;
+  auto r = JsonLines(ragged.out);
+  auto p = JsonLines(padded.out);
+  ASSERT_EQ(r.size(), kPrompts.size());
+  ASSERT_EQ(p.size(), kPrompts.size());
+  EXPECT_EQ(TokensOf(r), TokensOf(p));
+  int pads = 0;
+  for (const auto& j : p) {
+    pads += j.at("kv").at("pad_len").get<int>();
+    EXPECT_EQ(j.at("config").at("pad_policy"), "padded");
+  }
+  EXPECT_GT(pads, 0);
+}
+
+TEST(CliRunTest, KvPolicyStaysInsideBudgetAndWritesTrace) {
+  const std::string trace = ::testing::TempDir() + "/skipkv_e2e_trace.jsonl";
+  CmdResult r = Skipkv("run --json -n 150 --kv-policy rkv --kv-budget 48 --kv-window 8 --kv-interval 16 "
+                       "--kv-trace " + trace);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = JsonLines(r.out);
+  ASSERT_EQ(lines.size(), 1u);
+  const auto& kv = lines[0].at("kv");
+  EXPECT_LE(kv.at("peak_slots").get<int>(), 48 + 16);
+  EXPECT_GT(kv.at("compressions").get<int>(), 0);
+  const std::string t = ReadAll(trace);
+  EXPECT_NE(t.find("\"kept\""), std::string::npos);
+  std::remove(trace.c_str());
+}
+
+TEST(CliPerplexityTest, ScoresAFileAndPrintsTheEstimate) {
+  const std::string path = ::testing::TempDir() + "/skipkv_e2e_story.txt";
+  {
+    CmdResult story = Skipkv("run -n 256 -q");
+    ASSERT_EQ(story.exit_code, 0);
+    std::ofstream(path) << story.out;
+  }
+  CmdResult r = Skipkv("perplexity -f " + path + " --ctx 64 --batch 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Final estimate: PPL = "), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("ETA"), std::string::npos) << r.err;
+  CmdResult j = Skipkv("perplexity --json -f " + path + " --ctx 64");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  auto res = nlohmann::json::parse(j.out);
+  EXPECT_GT(res.at("ppl").get<double>(), 1.0);
+  EXPECT_LT(res.at("ppl").get<double>(), 6.0);
+  CmdResult bad = Skipkv("perplexity -f " + path + " --ctx 1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("ctx must be >= 2"), std::string::npos) << bad.err;
+  std::remove(path.c_str());
+}
+
+}  // namespace

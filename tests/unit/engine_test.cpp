@@ -1,0 +1,314 @@
+// Engine: option and request validation, and the generation loop's
+// guarantees on the embedded stories260K model (tiny, loads in
+// milliseconds): greedy ids match llama2.c's run.c, batching (ragged,
+// padded, chunked prefill, limited concurrency) never changes a request's
+// tokens, stop strings / callbacks / context limits end requests correctly,
+// and bounded policies keep the cache inside budget + interval.
+#include "skipkv/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace skipkv {
+namespace {
+
+std::unique_ptr<Engine> MakeEngine(EngineOptions o = {}) {
+  if (o.threads == 0) o.threads = 2;
+  auto e = Engine::Create(o);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return e.ok() ? std::move(e).value() : nullptr;
+}
+
+Request Greedy(const std::string& prompt, int n) {
+  Request r;
+  r.prompt = prompt;
+  r.max_new_tokens = n;
+  return r;
+}
+
+std::vector<GenerationResult> GenerateAll(Engine& e, const std::vector<Request>& reqs, const TokenCallback& cb = nullptr) {
+  auto res = e.Generate(reqs, cb);
+  EXPECT_TRUE(res.ok()) << res.status().ToString();
+  return res.ok() ? std::move(res).value() : std::vector<GenerationResult>{};
+}
+
+// The greedy ids run.c produced from BOS (tests/data/stories260K, column 6
+// of the argmax dump = the argmax at each position).
+std::vector<int32_t> ReferenceGreedyIds() {
+  std::ifstream in(std::string(SKIPKV_TEST_DATA_DIR) + "/stories260K/stories260K_bos_greedy.argmax.txt");
+  std::vector<int32_t> ids;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream ss(line);
+    std::string w;
+    std::vector<std::string> f;
+    while (ss >> w) f.push_back(w);
+    if (f.size() >= 6 && f[4] == "argmax") ids.push_back(std::stoi(f[5]));
+  }
+  return ids;
+}
+
+const std::vector<std::string> kPrompts = {"Once upon a time", "Lily and Tom were", "The big dog",
+                                           "One day, a little bird flew"};
+
+TEST(EngineOptionsTest, BadOptionsFailBeforeLoading) {
+  EngineOptions o;
+  o.n_ubatch = 0;
+  EXPECT_EQ(Engine::Create(o).status().code(), StatusCode::kInvalidArgument);
+  o = {};
+  o.n_ubatch = 64;
+  o.n_batch = 32;
+  EXPECT_EQ(Engine::Create(o).status().code(), StatusCode::kInvalidArgument);
+  o = {};
+  o.kv.policy = "nope";
+  auto st = Engine::Create(o).status();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("nope"), std::string::npos);
+  o = {};
+  o.kv.policy = "rkv";
+  o.kv.budget = 8;
+  o.kv.window = 8;
+  EXPECT_EQ(Engine::Create(o).status().code(), StatusCode::kInvalidArgument);
+  o = {};
+  o.model_path = "/no/such/model.gguf";
+  st = Engine::Create(o).status();
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_NE(st.message().find("/no/such/model.gguf"), std::string::npos);
+  o = {};
+  o.n_ctx = 1 << 20;  // beyond stories260K's 512
+  EXPECT_EQ(Engine::Create(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(EngineRequestTest, ValidationNamesTheProblem) {
+  EngineOptions o;
+  o.n_ctx = 16;
+  auto e = MakeEngine(o);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->info().name, "stories260K");
+  EXPECT_EQ(e->info().context_length, 16);
+  EXPECT_TRUE(e->ValidateRequest(Greedy("", 4)).ok());  // BOS alone is a prompt
+
+  Request r = Greedy("hi", 0);
+  EXPECT_NE(e->ValidateRequest(r).message().find("max_new_tokens"), std::string::npos);
+  r = Greedy("hi", 4);
+  r.sampling.temperature = -1;
+  EXPECT_NE(e->ValidateRequest(r).message().find("temperature"), std::string::npos);
+  r = Greedy("hi", 4);
+  r.stop = {""};
+  EXPECT_EQ(e->ValidateRequest(r).code(), StatusCode::kInvalidArgument);
+  r = Greedy("", 4);
+  r.prompt_tokens = {1, 600};
+  EXPECT_NE(e->ValidateRequest(r).message().find("600"), std::string::npos);
+  r = Greedy("Once upon a time there was a big dog and a little cat who were friends", 4);
+  EXPECT_EQ(e->ValidateRequest(r).code(), StatusCode::kOutOfRange);
+
+  // One bad request fails the whole call before any work, naming it.
+  std::vector<Request> reqs = {Greedy("a", 4), Greedy("b", 0)};
+  auto res = e->Generate(reqs);
+  ASSERT_FALSE(res.ok());
+  EXPECT_NE(res.status().message().find("request 1"), std::string::npos) << res.status().message();
+}
+
+TEST(EngineGenerateTest, GreedyFromBosMatchesLlama2cRunC) {
+  auto e = MakeEngine();
+  ASSERT_TRUE(e);
+  const std::vector<int32_t> ref = ReferenceGreedyIds();
+  ASSERT_GE(ref.size(), 60u);
+  auto res = GenerateAll(*e, {Greedy("", static_cast<int>(ref.size()))});
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_EQ(res[0].prompt_tokens, std::vector<int32_t>{1});
+  EXPECT_EQ(res[0].tokens, ref);
+  EXPECT_EQ(res[0].finish, FinishReason::kLength);
+  EXPECT_EQ(res[0].text.rfind("Once upon a time, there was a little girl named Lily.", 0), 0u) << res[0].text;
+  EXPECT_EQ(res[0].timings.decode_steps, static_cast<int64_t>(ref.size()) - 1);
+  EXPECT_GT(res[0].kv.peak_live_bytes, 0u);
+}
+
+TEST(EngineGenerateTest, RaggedBatchGivesEachPromptsTokensAlone) {
+  auto e = MakeEngine();
+  ASSERT_TRUE(e);
+  std::vector<Request> reqs;
+  for (const auto& p : kPrompts) reqs.push_back(Greedy(p, 40));
+  reqs[2].max_new_tokens = 7;  // finishes early while the others continue
+  auto together = GenerateAll(*e, reqs);
+  ASSERT_EQ(together.size(), reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto alone = GenerateAll(*e, {reqs[i]});
+    ASSERT_EQ(alone.size(), 1u);
+    EXPECT_EQ(together[i].index, i);
+    EXPECT_EQ(together[i].tokens, alone[0].tokens) << "request " << i;
+    EXPECT_EQ(together[i].text, alone[0].text);
+  }
+  EXPECT_EQ(together[2].tokens.size(), 7u);
+}
+
+TEST(EngineGenerateTest, SeededSamplingIndependentOfBatchAndConcurrency) {
+  std::vector<Request> reqs;
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    Request r = Greedy(kPrompts[i], 30);
+    r.sampling.temperature = 0.9f;
+    r.sampling.top_p = 0.95f;
+    r.sampling.seed = 100 + i;
+    reqs.push_back(r);
+  }
+  auto all = MakeEngine();
+  EngineOptions one;
+  one.batch_size = 1;  // one active sequence at a time
+  one.n_ubatch = 3;    // prompts prefilled in chunks of 3
+  auto serial = MakeEngine(one);
+  ASSERT_TRUE(all && serial);
+  auto a = GenerateAll(*all, reqs);
+  auto b = GenerateAll(*serial, reqs);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tokens, b[i].tokens) << i;
+  EXPECT_NE(a[0].tokens, a[1].tokens);
+}
+
+TEST(EngineGenerateTest, PaddedFullEqualsRaggedAndRecordsPads) {
+  std::vector<Request> reqs;
+  for (const auto& p : kPrompts) reqs.push_back(Greedy(p, 30));
+  auto ragged = MakeEngine();
+  EngineOptions po;
+  po.kv.pad_policy = PadPolicy::kPadded;
+  po.batch_size = 3;
+  po.n_ubatch = 4;  // chunks cross the pad/prompt boundary
+  auto padded = MakeEngine(po);
+  ASSERT_TRUE(ragged && padded);
+  auto r = GenerateAll(*ragged, reqs);
+  auto p = GenerateAll(*padded, reqs);
+  ASSERT_EQ(r.size(), p.size());
+  int64_t total_pad = 0;
+  for (size_t i = 0; i < r.size(); ++i) {
+    EXPECT_EQ(r[i].tokens, p[i].tokens) << i;
+    total_pad += p[i].kv.pad_len;
+    EXPECT_EQ(r[i].kv.pad_len, 0);
+  }
+  EXPECT_GT(total_pad, 0);  // prompt lengths differ, so some rows were padded
+  // Length-sorted grouping: two batches, the shortest three prompts together.
+  int64_t max_batch = 0;
+  for (const auto& x : p) max_batch = std::max(max_batch, x.batch);
+  EXPECT_EQ(max_batch, 1);
+}
+
+TEST(EngineGenerateTest, PaddedRejectsPadsThatFillTheBudget) {
+  EngineOptions po;
+  po.kv.policy = "rkv";
+  po.kv.budget = 16;
+  po.kv.window = 8;
+  po.kv.interval = 8;
+  po.kv.pad_policy = PadPolicy::kPadded;
+  auto e = MakeEngine(po);
+  ASSERT_TRUE(e);
+  std::vector<Request> reqs = {Greedy("", 5),
+                               Greedy("Once upon a time there was a big dog and a little cat who", 5)};
+  auto res = e->Generate(reqs);
+  ASSERT_FALSE(res.ok());
+  EXPECT_EQ(res.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(res.status().message().find("padded batch 0"), std::string::npos) << res.status().message();
+}
+
+TEST(EngineGenerateTest, BoundedPolicyKeepsCacheWithinBudgetPlusInterval) {
+  for (const char* policy : {"streaming", "h2o", "snapkv", "rkv"}) {
+    EngineOptions o;
+    o.kv.policy = policy;
+    o.kv.budget = 32;
+    o.kv.window = 8;
+    o.kv.interval = 16;
+    auto e = MakeEngine(o);
+    ASSERT_TRUE(e);
+    auto res = GenerateAll(*e, {Greedy("Once upon a time", 120), Greedy("", 90)});
+    ASSERT_EQ(res.size(), 2u);
+    for (const auto& r : res) {
+      EXPECT_EQ(r.tokens.size(), r.index == 0 ? 120u : 90u) << policy;
+      EXPECT_LE(r.kv.peak_slots, 32 + 16) << policy;
+      EXPECT_GT(r.kv.compressions, 0) << policy;
+      EXPECT_GT(r.kv.slots_evicted, 0) << policy;
+      EXPECT_LE(r.kv.final_slots, 32 + 16) << policy;
+    }
+  }
+}
+
+TEST(EngineGenerateTest, StopStringCutsTextAndStreamingMatchesResult) {
+  auto e = MakeEngine();
+  ASSERT_TRUE(e);
+  Request r = Greedy("", 200);
+  r.stop = {"park"};
+  std::string streamed;
+  int events = 0;
+  auto res = GenerateAll(*e, {r}, [&](const TokenEvent& ev) {
+    streamed += ev.text;
+    ++events;
+    return true;
+  });
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_EQ(res[0].finish, FinishReason::kStopString);
+  EXPECT_EQ(res[0].stop_string, "park");
+  EXPECT_EQ(res[0].text, "Once upon a time, there was a little girl named Lily. She loved to play outside in the ");
+  EXPECT_EQ(streamed, res[0].text);
+  EXPECT_EQ(events, static_cast<int>(res[0].tokens.size()));
+}
+
+TEST(EngineGenerateTest, CallbackCanCancelOneRequest) {
+  auto e = MakeEngine();
+  ASSERT_TRUE(e);
+  std::vector<Request> reqs = {Greedy("Once upon a time", 30), Greedy("The big dog", 30)};
+  int seen0 = 0;
+  auto res = GenerateAll(*e, reqs, [&](const TokenEvent& ev) { return ev.index != 0 || ++seen0 < 3; });
+  ASSERT_EQ(res.size(), 2u);
+  EXPECT_EQ(res[0].finish, FinishReason::kCancelled);
+  EXPECT_EQ(res[0].tokens.size(), 3u);
+  EXPECT_EQ(res[1].finish, FinishReason::kLength);
+  EXPECT_EQ(res[1].tokens.size(), 30u);
+}
+
+TEST(EngineGenerateTest, StopsAtTheContextEnd) {
+  EngineOptions o;
+  o.n_ctx = 20;
+  auto e = MakeEngine(o);
+  ASSERT_TRUE(e);
+  auto res = GenerateAll(*e, {Greedy("Once upon a time", 100)});  // 5 prompt tokens
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_EQ(res[0].finish, FinishReason::kContext);
+  // Positions 5..19 take 15 fed tokens; the 16th sampled one has no position.
+  EXPECT_EQ(res[0].tokens.size(), 16u);
+}
+
+TEST(EnginePerplexityTest, OwnGreedyTextIsLikelyAndBatchingDoesNotMatter) {
+  auto e = MakeEngine();
+  ASSERT_TRUE(e);
+  auto story = GenerateAll(*e, {Greedy("", 256)});
+  ASSERT_EQ(story.size(), 1u);
+  PerplexityOptions po;
+  po.ctx = 64;
+  po.batch = 1;
+  auto a = e->Perplexity(story[0].text, po);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  po.batch = 3;
+  int calls = 0;
+  auto b = e->Perplexity(story[0].text, po, [&](const PerplexityProgress& p) {
+    ++calls;
+    EXPECT_LE(p.windows_done, p.windows_total);
+  });
+  ASSERT_TRUE(b.ok());
+  EXPECT_GE(a->windows, 3);
+  EXPECT_EQ(a->tokens_scored, a->windows * 63);
+  EXPECT_NEAR(a->ppl, b->ppl, 1e-6 * a->ppl);
+  EXPECT_EQ(calls, static_cast<int>((b->windows + 2) / 3));
+  EXPECT_LT(a->ppl, 6.0);  // the model's own greedy text
+  std::string noise_text;
+  for (int i = 0; i < 6; ++i) noise_text += "zq xv jj kk qpz wvx zzq jkq xxv qqj vvz kzx qjv xzk zqj vxq jkz qxx zvk ";
+  auto noise = e->Perplexity(noise_text, po);
+  ASSERT_TRUE(noise.ok());
+  EXPECT_GT(noise->ppl, 5 * a->ppl);
+
+  po.ctx = 1;
+  EXPECT_EQ(e->Perplexity(story[0].text, po).status().code(), StatusCode::kInvalidArgument);
+  po.ctx = 400;
+  EXPECT_EQ(e->Perplexity("too short", po).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace skipkv
