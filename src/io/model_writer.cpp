@@ -75,8 +75,34 @@ DType ChooseTensorType(const WeightTypeSpec& spec, const std::string& name, int 
   return DType::kF32;
 }
 
+namespace {
+
+// Maps a row (or element) index of the adjacent-pair layout to its index in
+// the rotate-half layout: within each head of size hd, output 2i <- input i
+// and output 2i+1 <- input hd/2 + i.
+int64_t RotateHalfSourceIndex(int64_t o, int64_t hd) {
+  const int64_t h = o / hd, j = o % hd;
+  return h * hd + (j % 2 == 0 ? j / 2 : hd / 2 + j / 2);
+}
+
+}  // namespace
+
 Status WriteModelAsGguf(const ModelSource& src, const std::string& out_path, const GgufExportOptions& opts) {
   GgufMetadata md = src.metadata;
+  // Heads of the q/k tensors to permute (0: no permutation).
+  int64_t q_heads = 0, k_heads = 0;
+  if (*md.GetStringOr("general.architecture", "") == "llama" &&
+      *md.GetStringOr("skipkv.rope_layout", "") == "rotate_half") {
+    SKIPKV_ASSIGN_OR_RETURN(q_heads, md.GetInt("llama.attention.head_count"));
+    SKIPKV_ASSIGN_OR_RETURN(k_heads, md.GetIntOr("llama.attention.head_count_kv", q_heads));
+    md.Set("skipkv.rope_layout", GgufValue::Str("adjacent_pairs"));
+  }
+  auto heads_to_permute = [&](const std::string& name) -> int64_t {
+    if (q_heads == 0) return 0;
+    if (name.find(".attn_q.") != std::string::npos) return q_heads;
+    if (name.find(".attn_k.") != std::string::npos) return k_heads;
+    return 0;
+  };
   std::vector<GgufTensorDecl> decls;
   int n_layers = 0;
   for (const TensorView& t : src.tensors) n_layers = std::max(n_layers, LayerOf(t.name) + 1);
@@ -99,7 +125,22 @@ Status WriteModelAsGguf(const ModelSource& src, const std::string& out_path, con
   for (size_t i = 0; i < src.tensors.size(); ++i) {
     const TensorView& t = src.tensors[i];
     const DType dst = decls[i].type;
-    if (dst == t.type) {
+    const int64_t perm_heads = heads_to_permute(t.name);
+    // Permuted dimension: rows of a weight, elements of a 1-D bias.
+    const int64_t perm_len = t.n_dims == 1 ? t.ne[0] : t.NumRows();
+    if (perm_heads > 0 && (perm_len % perm_heads != 0 || (perm_len / perm_heads) % 2 != 0 || t.n_dims > 2)) {
+      return CorruptData("tensor '" + t.name + "' " + t.ShapeString() + " cannot be split into " +
+                         std::to_string(perm_heads) + " heads of even size");
+    }
+    const int64_t hd = perm_heads > 0 ? perm_len / perm_heads : 0;
+    if (perm_heads > 0 && t.n_dims == 1) {
+      std::vector<float> in(t.ne[0]), out(t.ne[0]);
+      DequantizeRow(t.type, t.data, in.data(), t.ne[0]);
+      for (int64_t o = 0; o < t.ne[0]; ++o) out[o] = in[RotateHalfSourceIndex(o, hd)];
+      chunk.resize(RowBytes(dst, t.ne[0]));
+      QuantizeRow(dst, out.data(), chunk.data(), t.ne[0]);
+      SKIPKV_RETURN_IF_ERROR(writer->Append(chunk.data(), chunk.size()));
+    } else if (dst == t.type && perm_heads == 0) {
       SKIPKV_RETURN_IF_ERROR(writer->Append(t.data, t.NumBytes()));
     } else {
       const int64_t n = t.ne[0], rows = t.NumRows();
@@ -110,7 +151,12 @@ Status WriteModelAsGguf(const ModelSource& src, const std::string& out_path, con
         pool.ParallelFor(nr, 8, [&](int64_t b, int64_t e, int) {
           std::vector<float> row(n);
           for (int64_t r = b; r < e; ++r) {
-            DequantizeRow(t.type, t.data + (r0 + r) * in_row, row.data(), n);
+            const int64_t src_row = hd > 0 ? RotateHalfSourceIndex(r0 + r, hd) : r0 + r;
+            if (dst == t.type) {
+              std::memcpy(chunk.data() + r * out_row, t.data + src_row * in_row, out_row);
+              continue;
+            }
+            DequantizeRow(t.type, t.data + src_row * in_row, row.data(), n);
             QuantizeRow(dst, row.data(), chunk.data() + r * out_row, n);
           }
         });

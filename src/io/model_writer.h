@@ -47,6 +47,11 @@ struct GgufExportOptions {
 
 // Writes `src` (metadata as is, plus general.file_type when a type is set)
 // to a GGUF v3 file, converting each tensor with DequantizeRow/QuantizeRow.
+// A "llama" source with skipkv.rope_layout = "rotate_half" (a Hugging Face
+// checkpoint) has its attn_q / attn_k rows (and biases) permuted to the
+// adjacent-pair layout llama.cpp expects for llama GGUFs, as its
+// convert_hf_to_gguf.py does; the key is then written as "adjacent_pairs".
+// (qwen2 GGUFs use rotate-half natively, so they are written unpermuted.)
 Status WriteModelAsGguf(const ModelSource& src, const std::string& out_path, const GgufExportOptions& opts);
 
 }  // namespace skipkv

@@ -108,6 +108,50 @@ TEST(ConvertTest, TypeRuleMatchesLlamaCppQ4KM) {
   EXPECT_EQ(more, 3 + 4 + 7);  // i<3, i>=24, and every third layer in between
 }
 
+TEST(ConvertTest, RotateHalfLlamaIsPermutedToAdjacentPairs) {
+  // A hand-built "HF llama" source: 2 query heads and 1 KV head of size 4, hidden 8.
+  ModelSource src;
+  src.format = ModelFormat::kHuggingFace;
+  src.metadata.Set("general.architecture", GgufValue::Str("llama"));
+  src.metadata.Set("llama.attention.head_count", GgufValue::U32(2));
+  src.metadata.Set("llama.attention.head_count_kv", GgufValue::U32(1));
+  src.metadata.Set("skipkv.rope_layout", GgufValue::Str("rotate_half"));
+  std::vector<float> q(8 * 8), k(4 * 8), v(4 * 8), kb(4);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<float>(i / 8);  // row index in every column
+  for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<float>(100 + i / 8);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(200 + i / 8);
+  for (size_t i = 0; i < kb.size(); ++i) kb[i] = static_cast<float>(300 + i);
+  auto view = [](const char* name, const std::vector<float>& d, int64_t ne0, int64_t ne1, int n_dims) {
+    TensorView t;
+    t.name = name;
+    t.n_dims = n_dims;
+    t.ne = {ne0, ne1, 1, 1};
+    t.data = reinterpret_cast<const uint8_t*>(d.data());
+    return t;
+  };
+  src.tensors = {view("blk.0.attn_q.weight", q, 8, 8, 2), view("blk.0.attn_k.weight", k, 8, 4, 2),
+                 view("blk.0.attn_v.weight", v, 8, 4, 2), view("blk.0.attn_k.bias", kb, 4, 1, 1)};
+  const std::string out = TempPath("permuted.gguf");
+  ASSERT_TRUE(WriteModelAsGguf(src, out, {}).ok());
+  auto back = OpenModel(out);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*(*back)->metadata.GetString("skipkv.rope_layout"), "adjacent_pairs");
+  auto row0 = [&](const char* name, int64_t r) {
+    const TensorView* t = (*back)->FindTensor(name);
+    return reinterpret_cast<const float*>(t->Row(r))[0];
+  };
+  // Head of 4 rows [a0 a1 b0 b1] (rotate-half pairs (a0,b0), (a1,b1)) -> [a0 b0 a1 b1].
+  const float q_expected[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(row0("blk.0.attn_q.weight", r), q_expected[r]) << r;
+  const float k_expected[4] = {100, 102, 101, 103};
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(row0("blk.0.attn_k.weight", r), k_expected[r]) << r;
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(row0("blk.0.attn_v.weight", r), 200 + r) << r;  // v untouched
+  const float* bias = reinterpret_cast<const float*>((*back)->FindTensor("blk.0.attn_k.bias")->data);
+  EXPECT_EQ(bias[1], 302);
+  EXPECT_EQ(bias[2], 301);
+  fs::remove(out);
+}
+
 TEST(MakeModelTest, TinyLlamaIsDeterministicAndComplete) {
   MakeModelOptions o;
   o.preset = "tiny-llama";
