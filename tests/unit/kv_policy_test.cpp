@@ -13,6 +13,7 @@
 
 #include "kv/kv_compressor.h"
 #include "kv/kv_policy.h"
+#include "kv/policies/scored_policy.h"
 #include "kv/score_adjust.h"
 #include "util/thread_pool.h"
 
@@ -362,6 +363,82 @@ TEST(KvPolicy, TraceWritesKeptRunsForSelectedLayers) {
   }
   EXPECT_EQ(lines, 4);  // l0 = 24, 32, 40, 48
   std::remove(cfg.trace_path.c_str());
+}
+
+TEST(KvPolicy, ResultsDoNotDependOnThreadsOrCacheDtype) {
+  // The same data in an f16 cache and in an f32 cache holding the f16-rounded
+  // values, compressed with and without a thread pool, keep the same slots.
+  const auto cfg = Config("rkv", 24, 4, 8);
+  auto policy = CreateKvPolicy(cfg);
+  ASSERT_TRUE(policy.ok());
+  ThreadPool pool(2);
+  SequenceKvCache f16(Shape(cfg, KvDType::kF16), 40, 40), f32(Shape(cfg, KvDType::kF32), 40, 40);
+  FakeModel model(9);
+  for (int p = 0; p < 40; ++p) model.Feed(f16, p, true);
+  std::vector<float> k(kKvHeads * kDim), v(kKvHeads * kDim), q(kHeads * kDim, 0.f);
+  for (int layer = 0; layer < kLayers; ++layer) {
+    for (int p = 0; p < 40; ++p) {
+      for (int h = 0; h < kKvHeads; ++h) {
+        f16.ReadK(layer, h, p, k.data() + h * kDim);
+        f16.ReadV(layer, h, p, v.data() + h * kDim);
+      }
+      f32.Append(layer, k.data(), v.data(), p, true);
+    }
+    // Same query window: copy it over, oldest first.
+    std::vector<float> win(kHeads * cfg.window * kDim);
+    f16.CopyQueryWindow(layer, win.data());
+    for (int w = 0; w < cfg.window; ++w) {
+      for (int h = 0; h < kHeads; ++h)
+        std::copy_n(win.data() + (h * cfg.window + w) * kDim, kDim, q.data() + h * kDim);
+      f32.PushQuery(layer, q.data());
+    }
+  }
+  KvCompressor a(*policy, 0), b(*policy, 1);
+  a.CompressNow(f16, 40, &pool);
+  b.CompressNow(f32, 40, nullptr);
+  for (int layer = 0; layer < kLayers; ++layer)
+    for (int h = 0; h < kKvHeads; ++h) {
+      ASSERT_EQ(f16.size(layer), 24);
+      EXPECT_EQ(std::vector<int32_t>(f16.GenPos(layer, h), f16.GenPos(layer, h) + 24),
+                std::vector<int32_t>(f32.GenPos(layer, h), f32.GenPos(layer, h) + 24));
+    }
+}
+
+// A policy with per-sequence state, the way SkipKV plugs in: R-KV-like
+// scoring (here: prefer early slots) plus the state's range penalty.
+class PenalisedPolicy final : public policies::ScoredPolicy {
+ public:
+  struct State : KvSequenceState {
+    GenPosRangePenalty penalty;
+    const SlotScoreAdjuster* adjuster() const override { return &penalty; }
+  };
+  explicit PenalisedPolicy(const KvPolicyConfig& c) : ScoredPolicy(c) {}
+  std::string_view name() const override { return "test_penalised"; }
+  int64_t recent_window() const override { return config().window; }
+  std::unique_ptr<KvSequenceState> NewSequenceState() const override { return std::make_unique<State>(); }
+
+ protected:
+  void ScoreHead(const KvLayerInput& in, int h, KvScratch&, std::span<float> score) const override {
+    for (size_t n = 0; n < score.size(); ++n) score[n] = -static_cast<float>(in.gen_pos[h][n]);
+  }
+};
+
+TEST(KvPolicy, SequenceStateAdjusterIsAppliedPerSequence) {
+  const auto cfg = Config("rkv", 12, 2, 8);
+  auto policy = std::make_shared<const PenalisedPolicy>(cfg);
+  KvCompressor penalised(policy, 0), plain(policy, 1);
+  static_cast<PenalisedPolicy::State*>(penalised.state())->penalty.Add(0, 3, 100.f);
+  SequenceKvCache c0(Shape(cfg), 20, 20), c1(Shape(cfg), 20, 20);
+  FakeModel m0(1), m1(1);
+  for (int p = 0; p < 20; ++p) m0.Feed(c0, p, true), m1.Feed(c1, p, true);
+  penalised.CompressNow(c0, 20);
+  plain.CompressNow(c1, 20);
+  // Plain: the 10 earliest candidates + window {18, 19}. Penalised: 0..3
+  // sink to the bottom, so 4..13 are kept instead.
+  std::vector<int32_t> want_plain = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 18, 19};
+  std::vector<int32_t> want_pen = {4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 18, 19};
+  EXPECT_EQ(std::vector<int32_t>(c1.GenPos(2, 1), c1.GenPos(2, 1) + 12), want_plain);
+  EXPECT_EQ(std::vector<int32_t>(c0.GenPos(2, 1), c0.GenPos(2, 1) + 12), want_pen);
 }
 
 // ---- Configuration errors -----------------------------------------------------
