@@ -89,7 +89,7 @@ int Run(const InspectOptions& o) {
     j["parameters"] = params;
     j["total_bytes"] = total;
     if (!src.tokenizer_json_path.empty()) j["tokenizer_json"] = src.tokenizer_json_path;
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
   std::printf("path:         %s\nformat:       %s\narchitecture: %s\n", src.path.c_str(), ModelFormatName(src.format),

@@ -165,6 +165,22 @@ TEST(GgufTest, VocabularyOnlyFilesLoad) {
   }
 }
 
+TEST(GgufTest, LlamaCppControlVectorFilesLoad) {
+  // Real files written by llama.cpp's tooling, with tensors.
+  for (const char* cat : {"execution", "reflection", "transition"}) {
+    const std::string path = std::string(SKIPKV_DATA_DIR) + "/steering/experiment-math-" + cat + "_avg_vector.gguf";
+    auto f = GgufFile::Open(path);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    EXPECT_EQ(*(*f)->metadata().GetString("general.architecture"), "controlvector");
+    EXPECT_GT(*(*f)->metadata().GetFloat("controlvector.num_vectors_averaged"), 1000.0);  // stored as float32
+    ASSERT_EQ((*f)->tensors().size(), 28u);
+    const TensorView* d = (*f)->FindTensor("direction.27");
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(d->type, DType::kF32);
+    EXPECT_EQ(d->ShapeString(), "[1536]");
+  }
+}
+
 // ---- hostile inputs ---------------------------------------------------------
 
 std::vector<uint8_t> TinyValidFile() {
