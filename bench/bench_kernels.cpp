@@ -206,3 +206,5 @@ BENCHMARK(BM_AttentionDecode)
 
 }  // namespace
 }  // namespace skipkv
+
+BENCHMARK_MAIN();

@@ -76,6 +76,7 @@ constexpr bool kPairs = NQ <= 6 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_A
 // -inf where the query may not see the slot.
 template <int NQ>
 HWY_INLINE void StoreScores(const Tile& tile, int64_t s, const float* dots, float scale, float* S) {
+  SKIPKV_UNROLL
   for (int j = 0; j < kQT; ++j) S[s * kQT + j] = (j < NQ && s < tile.limit[j]) ? dots[j] * scale : kNegInf;
 }
 
@@ -95,9 +96,11 @@ template <int NQ>
 HWY_INLINE void ReduceDots(DF df, const hn::Vec<DF>* acc, float* dots) {
 #if SKIPKV_ATTN_X86
   __m256 a[8];
+  SKIPKV_UNROLL
   for (int j = 0; j < 8; ++j) a[j] = j < NQ ? acc[j].raw : _mm256_setzero_ps();
   _mm256_storeu_ps(dots, Reduce8(a));
 #else
+  SKIPKV_UNROLL
   for (int j = 0; j < NQ; ++j) dots[j] = hn::GetLane(hn::SumOfLanes(df, acc[j]));
 #endif
 }
@@ -113,6 +116,7 @@ void Scores(const Tile& tile, const KT* k, const uint8_t* valid, int d, float sc
   int64_t s = 0;
   while (s < tile.max_limit) {
     if (valid != nullptr && !valid[s]) {
+      SKIPKV_UNROLL
       for (int j = 0; j < kQT; ++j) S[s * kQT + j] = kNegInf;
       ++s;
       continue;
@@ -120,13 +124,16 @@ void Scores(const Tile& tile, const KT* k, const uint8_t* valid, int d, float sc
     const bool pair = kPairs<NQ> && s + 1 < tile.max_limit && (valid == nullptr || valid[s + 1]);
     const KT* k0 = k + s * d;
     hn::Vec<DF> acc0[NQ];
+    SKIPKV_UNROLL
     for (int j = 0; j < NQ; ++j) acc0[j] = hn::Zero(df);
     if (pair) {
       const KT* k1 = k0 + d;
       hn::Vec<DF> acc1[NQ];
+      SKIPKV_UNROLL
       for (int j = 0; j < NQ; ++j) acc1[j] = hn::Zero(df);
       for (int c = 0; c < d; c += N) {
         const auto kv0 = LoadKv(df, k0 + c), kv1 = LoadKv(df, k1 + c);
+        SKIPKV_UNROLL
         for (int j = 0; j < NQ; ++j) {
           const auto qv = hn::LoadU(df, tile.q[j] + c);
           acc0[j] = hn::MulAdd(kv0, qv, acc0[j]);
@@ -141,6 +148,7 @@ void Scores(const Tile& tile, const KT* k, const uint8_t* valid, int d, float sc
     } else {
       for (int c = 0; c < d; c += N) {
         const auto kv0 = LoadKv(df, k0 + c);
+        SKIPKV_UNROLL
         for (int j = 0; j < NQ; ++j) acc0[j] = hn::MulAdd(kv0, hn::LoadU(df, tile.q[j] + c), acc0[j]);
       }
       ReduceDots<NQ>(df, acc0, dots0);
@@ -181,19 +189,26 @@ HWY_INLINE void ValueChunks(const Tile& tile, const KT* v, const uint8_t* valid,
   const DF df;
   const int N = static_cast<int>(hn::Lanes(df));
   hn::Vec<DF> acc[NC][NQ];
+  SKIPKV_UNROLL
   for (int u = 0; u < NC; ++u) {
+    SKIPKV_UNROLL
     for (int j = 0; j < NQ; ++j) acc[u][j] = hn::LoadU(df, tile.out[j] + c0 + u * N);
   }
   for (int64_t s = s0; s < s1; ++s) {
     if (valid != nullptr && !valid[s]) continue;  // invalid rows may hold garbage
     hn::Vec<DF> vv[NC];
+    SKIPKV_UNROLL
     for (int u = 0; u < NC; ++u) vv[u] = LoadKv(df, v + s * d + c0 + u * N);
+    SKIPKV_UNROLL
     for (int j = 0; j < NQ; ++j) {
       const auto p = hn::Set(df, P[s * kQT + j]);
+      SKIPKV_UNROLL
       for (int u = 0; u < NC; ++u) acc[u][j] = hn::MulAdd(p, vv[u], acc[u][j]);
     }
   }
+  SKIPKV_UNROLL
   for (int u = 0; u < NC; ++u) {
+    SKIPKV_UNROLL
     for (int j = 0; j < NQ; ++j) hn::StoreU(acc[u][j], df, tile.out[j] + c0 + u * N);
   }
 }
@@ -206,6 +221,7 @@ void WeightedValues(const Tile& tile, const KT* v, const uint8_t* valid, int d, 
   const DF df;
   const int N = static_cast<int>(hn::Lanes(df));
   constexpr int64_t kSlotBlock = 64;
+  SKIPKV_UNROLL
   for (int j = 0; j < NQ; ++j) std::fill(tile.out[j], tile.out[j] + d, 0.f);
   for (int64_t s0 = 0; s0 < tile.max_limit; s0 += kSlotBlock) {
     const int64_t s1 = std::min(tile.max_limit, s0 + kSlotBlock);

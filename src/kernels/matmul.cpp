@@ -1,6 +1,7 @@
 // SIMD matrix products for every weight type, compiled once per Highway target
-// (foreach_target) and picked at run time. One weight row is multiplied with
-// up to 4 tokens at once, so the row is loaded and unpacked once per 4 tokens.
+// (foreach_target) and picked at run time. Each weight row is loaded (and
+// unpacked) once per group of up to 4 tokens; float rows are also paired
+// (2 rows for a lone token; 2 rows x 4 tokens for batches on AVX-512).
 //   F32/F16/BF16: f32 FMA, weights converted on load.
 //   Q8_0/Q4_0:    activations quantised to ActQ8 (32 x int8 + f32 scale).
 //   Q4_K/Q6_K:    activations quantised to Q8_K; min/offset terms via bsums.
@@ -136,39 +137,125 @@ struct FloatLoader<Bf16Tag> {
   static float One(const Bf16Tag& v) { return BF16ToF32(v.bits); }
 };
 
-// out[t] = dot(w[0..in), x[t][0..in)) for t < NT. Two accumulators per token;
-// the tail (in % N) goes through a zero-padded copy.
-template <int NT, class WT>
-HWY_INLINE void FloatRowDot(const WT* w, const float* const* x, int64_t in, float* out) {
+// out[r * NT + t] = dot(w[r][0..in), x[t][0..in)) for r < NR, t < NT: each
+// weight vector is loaded once for NT tokens and each activation vector once
+// for NR rows. Two accumulators per (row, token) pair (even / odd vectors),
+// and every pair follows the same FMA sequence in every tile shape, so results
+// do not depend on the tiling; the in % N tail goes through zero-padded copies.
+template <int NR, int NT, class WT>
+HWY_INLINE void FloatTileDot(const WT* const* w, const float* const* x, int64_t in, float* out) {
   using L = FloatLoader<WT>;
   const hn::ScalableTag<float> df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  hn::Vec<decltype(df)> acc0[NT], acc1[NT];
-  for (int t = 0; t < NT; ++t) acc0[t] = acc1[t] = hn::Zero(df);
+  hn::Vec<decltype(df)> acc0[NR][NT], acc1[NR][NT];
+  SKIPKV_UNROLL
+  for (int r = 0; r < NR; ++r) {
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) acc0[r][t] = acc1[r][t] = hn::Zero(df);
+  }
   int64_t i = 0;
   for (; i + 2 * N <= in; i += 2 * N) {
-    const auto w0 = L::Load(df, w + i);
-    const auto w1 = L::Load(df, w + i + N);
+    hn::Vec<decltype(df)> w0[NR], w1[NR];
+    SKIPKV_UNROLL
+    for (int r = 0; r < NR; ++r) {
+      w0[r] = L::Load(df, w[r] + i);
+      w1[r] = L::Load(df, w[r] + i + N);
+    }
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
-      acc0[t] = hn::MulAdd(w0, hn::LoadU(df, x[t] + i), acc0[t]);
-      acc1[t] = hn::MulAdd(w1, hn::LoadU(df, x[t] + i + N), acc1[t]);
+      const auto x0 = hn::LoadU(df, x[t] + i), x1 = hn::LoadU(df, x[t] + i + N);
+      SKIPKV_UNROLL
+      for (int r = 0; r < NR; ++r) {
+        acc0[r][t] = hn::MulAdd(w0[r], x0, acc0[r][t]);
+        acc1[r][t] = hn::MulAdd(w1[r], x1, acc1[r][t]);
+      }
     }
   }
-  for (; i + N <= in; i += N) {
-    const auto w0 = L::Load(df, w + i);
-    for (int t = 0; t < NT; ++t) acc0[t] = hn::MulAdd(w0, hn::LoadU(df, x[t] + i), acc0[t]);
+  if (i + N <= in) {
+    hn::Vec<decltype(df)> w0[NR];
+    SKIPKV_UNROLL
+    for (int r = 0; r < NR; ++r) w0[r] = L::Load(df, w[r] + i);
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      const auto x0 = hn::LoadU(df, x[t] + i);
+      SKIPKV_UNROLL
+      for (int r = 0; r < NR; ++r) acc0[r][t] = hn::MulAdd(w0[r], x0, acc0[r][t]);
+    }
+    i += N;
   }
   if (i < in) {
-    alignas(64) float wt[64] = {};  // >= lanes of any target
+    alignas(64) float wt[NR][64] = {};  // 64 >= lanes of any target
     alignas(64) float xt[64] = {};
-    for (int64_t k = i; k < in; ++k) wt[k - i] = L::One(w[k]);
-    const auto w0 = hn::Load(df, wt);
+    for (int r = 0; r < NR; ++r) {
+      for (int64_t k = i; k < in; ++k) wt[r][k - i] = L::One(w[r][k]);
+    }
     for (int t = 0; t < NT; ++t) {
       for (int64_t k = i; k < in; ++k) xt[k - i] = x[t][k];
-      acc1[t] = hn::MulAdd(w0, hn::Load(df, xt), acc1[t]);
+      const auto xv = hn::Load(df, xt);
+      for (int r = 0; r < NR; ++r) acc1[r][t] = hn::MulAdd(hn::Load(df, wt[r]), xv, acc1[r][t]);
     }
   }
-  for (int t = 0; t < NT; ++t) out[t] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0[t], acc1[t])));
+  SKIPKV_UNROLL
+  for (int r = 0; r < NR; ++r) {
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      out[r * NT + t] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0[r][t], acc1[r][t])));
+    }
+  }
+}
+
+template <int NR, int NT, class WT>
+HWY_INLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0) {
+  const WT* w[NR];
+  const float* x[NT];
+  SKIPKV_UNROLL
+  for (int i = 0; i < NR; ++i) w[i] = reinterpret_cast<const WT*>(a.w + static_cast<size_t>(r + i) * a.w_row_bytes);
+  SKIPKV_UNROLL
+  for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const float*>(a.act + static_cast<size_t>(t0 + t) * a.act_row_bytes);
+  float out[NR * NT];
+  FloatTileDot<NR, NT, WT>(w, x, a.in, out);
+  SKIPKV_UNROLL
+  for (int i = 0; i < NR; ++i) {
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) a.y[(t0 + t) * a.y_stride + r + i] = out[i * NT + t];
+  }
+}
+
+// Rows [r0, r1) of a float-weight matmul. Tokens in blocks of 32 (L2); a
+// lone token takes rows 2 at a time, batches take token groups of up to 4
+// against 1 row (2 on AVX-512 targets, whose 32 registers hold the 16
+// accumulators); rows left over go one at a time.
+template <class WT>
+void FloatRows(const MatArgs& a, int64_t r0, int64_t r1) {
+  constexpr int64_t kTokBlock = 32;
+  constexpr int64_t kBatchRows = (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) ? 2 : 1;
+  for (int64_t tb = 0; tb < a.n; tb += kTokBlock) {
+    const int64_t te = std::min(a.n, tb + kTokBlock);
+    const int64_t group = te - tb == 1 ? 2 : kBatchRows;
+    for (int64_t r = r0; r < r1;) {
+      const int64_t nr = r1 - r >= group ? group : 1;
+      for (int64_t t = tb; t < te;) {
+        const int64_t nt = std::min<int64_t>(4, te - t);
+        if (nr == 2) {
+          switch (nt) {
+            case 4: FloatTile<2, 4, WT>(a, r, t); break;
+            case 3: FloatTile<2, 3, WT>(a, r, t); break;
+            case 2: FloatTile<2, 2, WT>(a, r, t); break;
+            default: FloatTile<2, 1, WT>(a, r, t); break;
+          }
+        } else {
+          switch (nt) {
+            case 4: FloatTile<1, 4, WT>(a, r, t); break;
+            case 3: FloatTile<1, 3, WT>(a, r, t); break;
+            case 2: FloatTile<1, 2, WT>(a, r, t); break;
+            default: FloatTile<1, 1, WT>(a, r, t); break;
+          }
+        }
+        t += nt;
+      }
+      r += nr;
+    }
+  }
 }
 
 // ---- int8 helpers ---------------------------------------------------------------
@@ -232,28 +319,34 @@ template <int NT>
 HWY_INLINE void Q8_0RowDot(const BlockQ8_0* w, const ActQ8* const* a, int64_t nb, float* out) {
 #if SKIPKV_X86_INT8
   __m256 acc[NT];
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
     const float dw = F16Scalar(w[b].d);
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].qs));
       const __m256 p = _mm256_cvtepi32_ps(MulSumI8I8(qw, qa));
       acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a[t][b].d), p, acc[t]);
     }
   }
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) out[t] = HSum(acc[t]);
 #else
   const hn::CappedTag<float, 8> df;
   hn::Vec<decltype(df)> acc[NT];
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = hn::Zero(df);
   for (int64_t b = 0; b < nb; ++b) {
     const float dw = F16Scalar(w[b].d);
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       const auto p = hn::ConvertTo(df, DotI8(w[b].qs, a[t][b].qs, 32));
       acc[t] = hn::MulAdd(hn::Set(df, dw * a[t][b].d), p, acc[t]);
     }
   }
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) out[t] = HSumPortable(acc[t]);
 #endif
 }
@@ -264,6 +357,7 @@ template <int NT>
 HWY_INLINE void Q4_0RowDot(const BlockQ4_0* w, const ActQ8* const* a, int64_t nb, float* out) {
 #if SKIPKV_X86_INT8
   __m256 acc[NT];
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   const __m256i lo4 = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8);
   for (int64_t b = 0; b < nb; ++b) {
@@ -272,16 +366,19 @@ HWY_INLINE void Q4_0RowDot(const BlockQ4_0* w, const ActQ8* const* a, int64_t nb
     const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), lo4);
     const __m256i qw = _mm256_sub_epi8(q, eight);  // [-8, 7]
     const float dw = F16Scalar(w[b].d);
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].qs));
       const __m256 p = _mm256_cvtepi32_ps(MulSumI8I8(qw, qa));
       acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a[t][b].d), p, acc[t]);
     }
   }
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) out[t] = HSum(acc[t]);
 #else
   const hn::CappedTag<float, 8> df;
   hn::Vec<decltype(df)> acc[NT];
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = hn::Zero(df);
   int8_t q[32];
   for (int64_t b = 0; b < nb; ++b) {
@@ -290,11 +387,13 @@ HWY_INLINE void Q4_0RowDot(const BlockQ4_0* w, const ActQ8* const* a, int64_t nb
       q[j + 16] = static_cast<int8_t>((w[b].qs[j] >> 4) - 8);
     }
     const float dw = F16Scalar(w[b].d);
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       const auto p = hn::ConvertTo(df, DotI8(q, a[t][b].qs, 32));
       acc[t] = hn::MulAdd(hn::Set(df, dw * a[t][b].d), p, acc[t]);
     }
   }
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) out[t] = HSumPortable(acc[t]);
 #endif
 }
@@ -307,6 +406,7 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
 #if SKIPKV_X86_INT8
   __m256 acc[NT];
   __m128 accm[NT];
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) {
     acc[t] = _mm256_setzero_ps();
     accm[t] = _mm_setzero_ps();
@@ -331,6 +431,7 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
     const __m128i mins16 = _mm256_extracti128_si256(sm16, 1);
     const __m256i scales16 = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm16));
     __m256i sumi[NT];
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       // bsums (16 x i16) -> pair sums per 32-element sub-block (8 x i16), times mins.
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].bsums));
@@ -345,6 +446,7 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
       const __m256i qh = _mm256_and_si256(_mm256_srli_epi16(q4, 4), lo4);
       const __m256i s0 = _mm256_shuffle_epi8(scales16, pick[2 * j]);
       const __m256i s1 = _mm256_shuffle_epi8(scales16, pick[2 * j + 1]);
+      SKIPKV_UNROLL
       for (int t = 0; t < NT; ++t) {
         const int8_t* y = a[t][b].qs + 64 * j;
         const __m256i p0 = _mm256_maddubs_epi16(ql, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y)));
@@ -354,16 +456,19 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
                                                              _mm256_madd_epi16(p1, s1)));
       }
     }
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
     }
   }
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) out[t] = HSum(acc[t]) - HSum128(accm[t]);
 #else
   const hn::CappedTag<float, 8> df;
   const DI32 di;
   hn::Vec<decltype(df)> acc[NT];
   float accm[NT];
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) {
     acc[t] = hn::Zero(df);
     accm[t] = 0.f;
@@ -379,9 +484,11 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
         q[64 * j + 32 + l] = static_cast<int8_t>(w[b].qs[32 * j + l] >> 4);
       }
     }
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       auto sumi = hn::Zero(di);
       int msum = 0;
+      SKIPKV_UNROLL
       for (int j = 0; j < 8; ++j) {
         sumi = hn::Add(sumi, hn::Mul(hn::Set(di, sc[j]), DotI8(q + 32 * j, a[t][b].qs + 32 * j, 32)));
         msum += m[j] * (a[t][b].bsums[2 * j] + a[t][b].bsums[2 * j + 1]);
@@ -390,6 +497,7 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
       accm[t] += dmin * a[t][b].d * static_cast<float>(msum);
     }
   }
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) out[t] = HSumPortable(acc[t]) - accm[t];
 #endif
 }
@@ -402,6 +510,7 @@ template <int NT>
 HWY_INLINE void Q6_KRowDot(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
 #if SKIPKV_X86_INT8
   __m256 acc[NT];
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   const __m256i lo4 = _mm256_set1_epi8(0x0f), lo2 = _mm256_set1_epi8(0x03);
   // shuffle_epi8 controls: low lane broadcasts i16 lane 2g, high lane 2g + 1.
@@ -415,6 +524,7 @@ HWY_INLINE void Q6_KRowDot(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_
     const __m256i sc16 =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)));
     __m256i sumi[NT];
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].bsums));
       sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5));
@@ -438,6 +548,7 @@ HWY_INLINE void Q6_KRowDot(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_
       for (int g = 0; g < 4; ++g) {
         // Elements 0..15 of the group use scale 2g (low lane), 16..31 use 2g + 1.
         const __m256i s = _mm256_shuffle_epi8(sc_half, pick_pair[g]);
+        SKIPKV_UNROLL
         for (int t = 0; t < NT; ++t) {
           const __m256i y =
               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].qs + 128 * h + 32 * g));
@@ -445,16 +556,19 @@ HWY_INLINE void Q6_KRowDot(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_
         }
       }
     }
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
     }
   }
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) out[t] = HSum(acc[t]);
 #else
   const hn::CappedTag<float, 8> df;
   const DI32 di;
   hn::Vec<decltype(df)> acc[NT];
   float accm[NT];
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) {
     acc[t] = hn::Zero(df);
     accm[t] = 0.f;
@@ -473,6 +587,7 @@ HWY_INLINE void Q6_KRowDot(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_
         qq[l + 96] = static_cast<int8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
       }
     }
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       auto sumi = hn::Zero(di);
       int offset = 0;
@@ -484,31 +599,22 @@ HWY_INLINE void Q6_KRowDot(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_
       accm[t] += 32.f * d * a[t][b].d * static_cast<float>(offset);
     }
   }
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) out[t] = HSumPortable(acc[t]) - accm[t];
 #endif
 }
 
 // ---- Row-range driver -----------------------------------------------------------
 
+// One quantised weight row against tokens [t0, t0 + NT).
 template <int NT>
 void RowTile(const MatArgs& a, int64_t r, int64_t t0) {
   const uint8_t* wrow = a.w + static_cast<size_t>(r) * a.w_row_bytes;
   const uint8_t* act[NT];
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) act[t] = a.act + static_cast<size_t>(t0 + t) * a.act_row_bytes;
   float out[NT];
   switch (a.type) {
-    case DType::kF32:
-      FloatRowDot<NT>(reinterpret_cast<const float*>(wrow), reinterpret_cast<const float* const*>(act), a.in,
-                      out);
-      break;
-    case DType::kF16:
-      FloatRowDot<NT>(reinterpret_cast<const f16_t*>(wrow), reinterpret_cast<const float* const*>(act), a.in,
-                      out);
-      break;
-    case DType::kBF16:
-      FloatRowDot<NT>(reinterpret_cast<const Bf16Tag*>(wrow), reinterpret_cast<const float* const*>(act),
-                      a.in, out);
-      break;
     case DType::kQ8_0:
       Q8_0RowDot<NT>(reinterpret_cast<const BlockQ8_0*>(wrow), reinterpret_cast<const ActQ8* const*>(act),
                      a.in / 32, out);
@@ -528,12 +634,20 @@ void RowTile(const MatArgs& a, int64_t r, int64_t t0) {
     default:
       SKIPKV_CHECK_MSG(false, "MatRows: unsupported weight type");
   }
+  SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) a.y[(t0 + t) * a.y_stride + r] = out[t];
 }
 
 // Rows [r0, r1) for all tokens. Tokens are processed in blocks (whose
-// activations stay in L2) and, inside a block, 4 at a time per weight row.
+// activations stay in L2) and, inside a block, 4 at a time per weight row
+// (int8 types; float types tile rows too, see FloatRows).
 void MatRowsT(const MatArgs& a, int64_t r0, int64_t r1) {
+  switch (a.type) {
+    case DType::kF32: return FloatRows<float>(a, r0, r1);
+    case DType::kF16: return FloatRows<f16_t>(a, r0, r1);
+    case DType::kBF16: return FloatRows<Bf16Tag>(a, r0, r1);
+    default: break;
+  }
   constexpr int64_t kTokBlock = 32;
   for (int64_t tb = 0; tb < a.n; tb += kTokBlock) {
     const int64_t te = std::min(a.n, tb + kTokBlock);

@@ -9,6 +9,11 @@
 #include "kernels/ops.h"
 #include "tensor/dtype.h"
 
+// Fully unrolls a loop over a small compile-time tile dimension (tokens,
+// rows, queries) so arrays of SIMD accumulators stay in registers; without it
+// GCC keeps them on the stack and every FMA waits on a store-to-load forward.
+#define SKIPKV_UNROLL _Pragma("GCC unroll 16")
+
 namespace skipkv::kernels::internal {
 
 // Activation block for Q8_0 / Q4_0 weights: like ggml's block_q8_0 but with
