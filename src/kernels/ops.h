@@ -31,6 +31,13 @@ struct RopeParams {
 };
 
 // ---- Matrix products --------------------------------------------------------
+// Supported weight types: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K. For the
+// quantised types the activations are quantised once per call (Q8_0/Q4_0:
+// 32-blocks of int8 with an f32 scale; Q4_K/Q6_K: ggml's Q8_K) and the dot
+// products run in int8, as llama.cpp does, so results differ from ref:: by
+// that quantisation (~0.3% of sum|w||x|). Token t of a MatMul is bit-identical
+// to a MatVec of X[t], and results are identical for any thread count.
+// Work is split over output rows on `pool`; safe to call from several threads.
 // y[r] = dot(W row r, x) for r in [0, rows): W is [rows][in] (ne = {in, rows}).
 void MatVec(const TensorView& w, const float* x, float* y, ThreadPool& pool);
 // Y[t][r] = dot(W row r, X[t]) for t in [0, n): X is [n][in], Y is [n][rows].
@@ -79,9 +86,15 @@ struct AttentionShape {
 
 // Runs every task (e.g. all sequences of a decode batch), parallel over
 // (task, KV head). Each task's result is independent of the others.
+// K/V rows of invalid slots and of slots no query may see are never read into
+// a result (they may hold garbage). A query row that sees no slot outputs 0.
+// attn_accum[h][s] receives += probability for every visible valid slot, in
+// query order (row, then head). The SIMD path needs head_dim % 8 == 0 (else
+// the reference runs) and n_slots * 8 floats of per-thread scratch.
 void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks, ThreadPool& pool);
 
 // Name of the SIMD target chosen at start-up ("AVX2", "AVX3", "NEON", "EMU128", ...).
+// Compiled targets: AVX3, AVX2 and the portable baseline (SCALAR/EMU128).
 const char* SimdTargetName();
 
 namespace ref {
