@@ -84,7 +84,8 @@ void BM_CompressAllLayers(benchmark::State& state, const char* policy) {
     if (cfg.policy == "h2o_acc")
       for (int layer = 0; layer < kLayers; ++layer)
         for (int h = 0; h < kKvHeads; ++h)
-          for (int64_t s = 0; s < cache.size(layer); ++s) cache.AttentionScore(layer, h)[s] += 1.f / (1 + s % 13);
+          for (int64_t s = 0; s < cache.size(layer); ++s)
+            cache.AttentionScore(layer, h)[s] += 1.f / (1 + s % 13);
     Feed(cache, kInterval, rng);
     l += kInterval;
     state.ResumeTiming();
@@ -95,11 +96,27 @@ void BM_CompressAllLayers(benchmark::State& state, const char* policy) {
       benchmark::Counter(static_cast<double>(state.iterations()) * kInterval,
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-BENCHMARK_CAPTURE(BM_CompressAllLayers, rkv, "rkv")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_CompressAllLayers, snapkv, "snapkv")->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_CompressAllLayers, h2o_rkv, "h2o_rkv")->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_CompressAllLayers, h2o_acc, "h2o_acc")->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_CompressAllLayers, streaming, "streaming")->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_CompressAllLayers, rkv, "rkv")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_CompressAllLayers, snapkv, "snapkv")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_CompressAllLayers, h2o_rkv, "h2o_rkv")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_CompressAllLayers, h2o_acc, "h2o_acc")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_CompressAllLayers, streaming, "streaming")
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The parts of one head's R-KV score at N = 1152.
 struct HeadData {
@@ -125,8 +142,8 @@ void BM_RedundancyOneHead(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
   }
   // Multiply-adds actually done: the upper triangle of the 1152² Gram matrix.
-  state.counters["GFMA/s"] = benchmark::Counter(1152.0 * 1153 / 2 * kDim * state.iterations() / 1e9,
-                                                benchmark::Counter::kIsRate);
+  state.counters["GFMA/s"] =
+      benchmark::Counter(1152.0 * 1153 / 2 * kDim * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_RedundancyOneHead)->Unit(benchmark::kMillisecond);
 
@@ -135,7 +152,8 @@ void BM_ImportanceOneHead(benchmark::State& state) {
   KvScratch scratch;
   std::vector<float> out(1144);
   for (auto _ : state) {
-    kvscore::AttentionImportance(data.q.data(), 6, 8, data.k.data(), 1144, kDim, nullptr, out.data(), scratch);
+    kvscore::AttentionImportance(data.q.data(), 6, 8, data.k.data(), 1144, kDim, nullptr, out.data(),
+                                 scratch);
     benchmark::DoNotOptimize(out.data());
   }
 }

@@ -71,7 +71,8 @@ KvCompressor::KvCompressor(std::shared_ptr<const KvPolicy> policy, int64_t seque
   stats_.effective_budget = policy_->evicts() ? policy_->budget() : 0;
 }
 
-StatusOr<std::unique_ptr<KvCompressor>> KvCompressor::Create(const KvPolicyConfig& config, int64_t sequence_id) {
+StatusOr<std::unique_ptr<KvCompressor>> KvCompressor::Create(const KvPolicyConfig& config,
+                                                             int64_t sequence_id) {
   SKIPKV_ASSIGN_OR_RETURN(auto policy, CreateKvPolicy(config));
   std::shared_ptr<KvTraceWriter> trace;
   if (!config.trace_path.empty()) {
@@ -115,7 +116,8 @@ void KvCompressor::UpdateMemoryStats(const SequenceKvCache& cache, bool before_c
   stats_.allocated_kv_bytes = cache.AllocatedKvBytes();
   stats_.allocated_metadata_bytes = cache.AllocatedMetadataBytes();
   if (before_compression) {
-    for (int l = 0; l < cache.shape().n_layers; ++l) stats_.peak_slots = std::max(stats_.peak_slots, cache.size(l));
+    for (int l = 0; l < cache.shape().n_layers; ++l)
+      stats_.peak_slots = std::max(stats_.peak_slots, cache.size(l));
   }
 }
 
@@ -227,7 +229,8 @@ int64_t KvCompressor::CompressLayer(SequenceKvCache& cache, int layer, int64_t l
 
 void KvCompressor::Trace(int64_t l, int layer, int64_t n_before, const SequenceKvCache& cache) {
   std::string line = "{\"seq\":" + std::to_string(sequence_id_) + ",\"l\":" + std::to_string(l) +
-                     ",\"layer\":" + std::to_string(layer) + ",\"n\":" + std::to_string(n_before) + ",\"kept\":[";
+                     ",\"layer\":" + std::to_string(layer) + ",\"n\":" + std::to_string(n_before) +
+                     ",\"kept\":[";
   const int64_t n = cache.size(layer);
   for (int h = 0; h < cache.shape().n_kv_heads; ++h) {
     const int32_t* gp = cache.GenPos(layer, h);

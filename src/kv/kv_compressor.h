@@ -64,8 +64,8 @@ struct KvCompressionStats {
   size_t peak_live_kv_bytes = 0;   // largest LiveKvBytes seen (before compression)
   size_t allocated_kv_bytes = 0;   // SequenceKvCache::AllocatedKvBytes (K+V capacity)
   size_t allocated_metadata_bytes = 0;
-  int64_t pad_len = 0;             // Δpad of this row (padded mode)
-  int64_t effective_budget = 0;    // real (valid) slots a compression keeps: B − Δpad (0 for full)
+  int64_t pad_len = 0;           // Δpad of this row (padded mode)
+  int64_t effective_budget = 0;  // real (valid) slots a compression keeps: B − Δpad (0 for full)
 };
 
 // What the forward that AfterForward follows was, for this sequence.

@@ -18,9 +18,9 @@ struct PolicyEntry {
 
 // The registry: name -> factory. "h2o" is the R-KV intended semantics.
 constexpr PolicyEntry kPolicies[] = {
-    {"full", policies::MakeFull},         {"streaming", policies::MakeStreaming},
-    {"h2o", policies::MakeH2oRkv},        {"h2o_rkv", policies::MakeH2oRkv},
-    {"h2o_acc", policies::MakeH2oAcc},    {"snapkv", policies::MakeSnapKv},
+    {"full", policies::MakeFull},      {"streaming", policies::MakeStreaming},
+    {"h2o", policies::MakeH2oRkv},     {"h2o_rkv", policies::MakeH2oRkv},
+    {"h2o_acc", policies::MakeH2oAcc}, {"snapkv", policies::MakeSnapKv},
     {"rkv", policies::MakeRkv},
 };
 
@@ -81,7 +81,8 @@ Status ValidateKvPolicyConfig(const KvPolicyConfig& config) {
   if (config.policy == "streaming") {
     if (config.streaming_sinks < 0 || config.streaming_sinks + config.window > config.budget) {
       return InvalidArgument(p + "streaming_sinks (" + Val(config.streaming_sinks) +
-                             ") must be in [0, budget − window] = [0, " + Val(config.budget - config.window) + "]");
+                             ") must be in [0, budget − window] = [0, " + Val(config.budget - config.window) +
+                             "]");
     }
   }
   if (config.policy == "h2o_acc") {
@@ -89,8 +90,8 @@ Status ValidateKvPolicyConfig(const KvPolicyConfig& config) {
     ResolveH2oSplit(c);
     if (c.h2o_heavy < 1 || c.h2o_recent < 1 || c.h2o_heavy + c.h2o_recent != c.budget) {
       return InvalidArgument(p + "h2o_heavy (" + Val(config.h2o_heavy) + ") and h2o_recent (" +
-                             Val(config.h2o_recent) + ") must be ≥ 1 and sum to the budget (" + Val(config.budget) +
-                             "); use -1 for automatic (B/2 each)");
+                             Val(config.h2o_recent) + ") must be ≥ 1 and sum to the budget (" +
+                             Val(config.budget) + "); use -1 for automatic (B/2 each)");
     }
   }
   return Status::Ok();

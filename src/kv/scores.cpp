@@ -112,7 +112,8 @@ void GemmPacked(const float* a, int64_t m, const float* packed, int64_t n, int d
     for (int64_t j0 = 0; j0 < n; j0 += kNr) {
       kTile(a + i0 * d, d, packed + (j0 / kNr) * d * kNr, d, tile);
       const int64_t ni = std::min<int64_t>(kMr, m - i0), nj = std::min<int64_t>(kNr, n - j0);
-      for (int64_t i = 0; i < ni; ++i) std::memcpy(c + (i0 + i) * ldc + j0, tile + i * kNr, nj * sizeof(float));
+      for (int64_t i = 0; i < ni; ++i)
+        std::memcpy(c + (i0 + i) * ldc + j0, tile + i * kNr, nj * sizeof(float));
     }
   }
 }
@@ -254,7 +255,8 @@ __attribute__((target("avx2,fma"))) void GramRowBlockAvx2(const float* kn, int64
         if (!mask[i]) continue;
         const int j = 31 - __builtin_clz(static_cast<unsigned>(mask[i]));
         const int64_t a_row = i0 + i, col = j0 + j;
-        if (col > g.last[a_row]) g.last[a_row] = static_cast<int32_t>(col), g.last_val[a_row] = tile[i * kNr + j];
+        if (col > g.last[a_row])
+          g.last[a_row] = static_cast<int32_t>(col), g.last_val[a_row] = tile[i * kNr + j];
       }
       int pending = any;
       for (int i = kMr - 1; i >= 0 && pending; --i) {
@@ -264,7 +266,8 @@ __attribute__((target("avx2,fma"))) void GramRowBlockAvx2(const float* kn, int64
           const int j = __builtin_ctz(static_cast<unsigned>(bits));
           bits &= bits - 1;
           const int64_t a_row = i0 + i, col = j0 + j;
-          if (a_row > g.last[col]) g.last[col] = static_cast<int32_t>(a_row), g.last_val[col] = tile[i * kNr + j];
+          if (a_row > g.last[col])
+            g.last[col] = static_cast<int32_t>(a_row), g.last_val[col] = tile[i * kNr + j];
         }
       }
     }
@@ -321,7 +324,8 @@ void AttentionImportance(const float* q, int group, int n_q, const float* k, int
     // GQA max on the (scaled) logits of the group's query heads g for row w.
     for (int64_t n = 0; n < n_cand; ++n) {
       float m = kNegInf;
-      for (int g = 0; g < group; ++g) m = std::max(m, logits[(static_cast<int64_t>(g) * n_q + w) * n_cand + n] * scale);
+      for (int g = 0; g < group; ++g)
+        m = std::max(m, logits[(static_cast<int64_t>(g) * n_q + w) * n_cand + n] * scale);
       lmax[n] = (valid && !valid[n]) ? kNegInf : m;
     }
     SoftmaxInPlace(lmax, n_cand);
@@ -365,7 +369,8 @@ void Redundancy(const float* k, int64_t n, int d, const uint8_t* valid, float* o
   float* packed = Grow(scratch.b, n_rows * d);
   PackPanels(kn, n, d, packed);
 
-  Gram g{Grow(scratch.c, n_rows), Grow(scratch.d, n_rows), Grow(scratch.e, n_rows), Grow(scratch.idx, n_rows)};
+  Gram g{Grow(scratch.c, n_rows), Grow(scratch.d, n_rows), Grow(scratch.e, n_rows),
+         Grow(scratch.idx, n_rows)};
   std::fill(g.sum, g.sum + n_rows, 0.f);
   std::fill(g.row0, g.row0 + n_rows, 0.f);
   std::fill(g.last, g.last + n_rows, -1);

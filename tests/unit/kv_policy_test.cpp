@@ -2,17 +2,18 @@
 // a simulated long decode for every policy, the schedule and capacity bound,
 // padded mode, per-sequence independence in a batch, configuration errors,
 // statistics and the eviction trace.
+#include "kv/kv_policy.h"
+
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "kv/kv_compressor.h"
-#include "kv/kv_policy.h"
 #include "kv/policies/scored_policy.h"
 #include "kv/score_adjust.h"
 #include "util/thread_pool.h"
@@ -74,7 +75,8 @@ void ExpectCompressedInvariants(const SequenceKvCache& cache, const KvPolicy& po
     const int32_t* gp = cache.GenPos(layer, h);
     for (int64_t i = 1; i < cache.size(layer); ++i) ASSERT_LT(gp[i - 1], gp[i]) << policy.name();
     for (int64_t i = 0; i < r; ++i) {
-      ASSERT_EQ(gp[cache.size(layer) - r + i], l - r + i) << policy.name() << " layer " << layer << " head " << h;
+      ASSERT_EQ(gp[cache.size(layer) - r + i], l - r + i)
+          << policy.name() << " layer " << layer << " head " << h;
     }
   }
 }
@@ -102,7 +104,8 @@ Sim Simulate(const KvPolicyConfig& cfg, int64_t prompt, int64_t n_pad, int64_t s
   comp.AfterForward(cache, 0, prompt, ForwardKind::kPrefill);
   const bool evicts = comp.policy().evicts();
   if (evicts && prompt > cfg.budget) {
-    for (int layer = 0; layer < kLayers; ++layer) ExpectCompressedInvariants(cache, comp.policy(), layer, prompt);
+    for (int layer = 0; layer < kLayers; ++layer)
+      ExpectCompressedInvariants(cache, comp.policy(), layer, prompt);
     ++sim.compressions;
   }
   for (int64_t l = prompt; l < prompt + steps; ++l) {
@@ -114,7 +117,8 @@ Sim Simulate(const KvPolicyConfig& cfg, int64_t prompt, int64_t n_pad, int64_t s
     const bool due = evicts && l > 0 && l % cfg.interval == 0 && before > cfg.budget;
     if (due) {
       ++sim.compressions;
-      for (int layer = 0; layer < kLayers; ++layer) ExpectCompressedInvariants(cache, comp.policy(), layer, l + 1);
+      for (int layer = 0; layer < kLayers; ++layer)
+        ExpectCompressedInvariants(cache, comp.policy(), layer, l + 1);
     } else {
       EXPECT_EQ(cache.size(0), before) << comp.policy().name() << " compressed off-schedule at l=" << l;
     }
@@ -233,11 +237,11 @@ TEST(KvPolicy, ScheduleFollowsRkv) {
   auto comp = KvCompressor::Create(Config("rkv", 24, 4, 128), 0);
   ASSERT_TRUE(comp.ok());
   const auto& c = **comp;
-  EXPECT_FALSE(c.Scheduled(0, 1, ForwardKind::kDecode));      // l0 = 0 never
+  EXPECT_FALSE(c.Scheduled(0, 1, ForwardKind::kDecode));  // l0 = 0 never
   EXPECT_TRUE(c.Scheduled(128, 129, ForwardKind::kDecode));
   EXPECT_FALSE(c.Scheduled(127, 128, ForwardKind::kDecode));  // fires in the *next* forward
   EXPECT_TRUE(c.Scheduled(256, 257, ForwardKind::kDecode));
-  EXPECT_TRUE(c.Scheduled(120, 130, ForwardKind::kDecode));   // multi-token forward crossing 128
+  EXPECT_TRUE(c.Scheduled(120, 130, ForwardKind::kDecode));  // multi-token forward crossing 128
   EXPECT_FALSE(c.Scheduled(129, 200, ForwardKind::kDecode));
   EXPECT_TRUE(c.Scheduled(0, 500, ForwardKind::kPrefill));
   EXPECT_FALSE(c.Scheduled(0, 500, ForwardKind::kPrefillPartial));
@@ -449,7 +453,8 @@ TEST(KvPolicyConfigTest, RejectsBadConfigurationsWithClearMessages) {
   EXPECT_TRUE(ValidateKvPolicyConfig(Config("rkv", 1024, 8, 128)).ok());
   auto unknown = Error(Config("lru"));
   EXPECT_NE(unknown.find("unknown KV policy 'lru'"), std::string::npos) << unknown;
-  EXPECT_NE(unknown.find("full, streaming, h2o, h2o_rkv, h2o_acc, snapkv, rkv"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("full, streaming, h2o, h2o_rkv, h2o_acc, snapkv, rkv"), std::string::npos)
+      << unknown;
   EXPECT_FALSE(CreateKvPolicy(Config("lru")).ok());
   auto small = Error(Config("rkv", 8, 8, 128));
   EXPECT_NE(small.find("budget (8) must be larger than the window (8)"), std::string::npos) << small;

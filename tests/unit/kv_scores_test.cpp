@@ -283,7 +283,8 @@ std::vector<double> NaiveRedundancy(const NaiveInput& in) {
 }
 
 // kind: 0 = rkv, 1 = snapkv, 2 = h2o_rkv.
-std::vector<int32_t> NaiveKeep(const NaiveInput& in, int kind, int window, int budget, double lambda, bool padded) {
+std::vector<int32_t> NaiveKeep(const NaiveInput& in, int kind, int window, int budget, double lambda,
+                               bool padded) {
   const int recent = kind == 2 ? 1 : window;
   const int n_cand = in.n - recent;
   std::vector<double> score;
@@ -301,7 +302,8 @@ std::vector<int32_t> NaiveKeep(const NaiveInput& in, int kind, int window, int b
       if (!in.valid[i]) score[i] = INFINITY;
   std::vector<int32_t> idx(n_cand);
   std::iota(idx.begin(), idx.end(), 0);
-  std::sort(idx.begin(), idx.end(), [&](int a, int b) { return score[a] > score[b] || (score[a] == score[b] && a < b); });
+  std::sort(idx.begin(), idx.end(),
+            [&](int a, int b) { return score[a] > score[b] || (score[a] == score[b] && a < b); });
   idx.resize(budget - recent);
   std::sort(idx.begin(), idx.end());
   for (int i = n_cand; i < in.n; ++i) idx.push_back(i);
@@ -311,7 +313,12 @@ std::vector<int32_t> NaiveKeep(const NaiveInput& in, int kind, int window, int b
 // Clustered keys, so that many pairs pass the 0.5 similarity threshold.
 NaiveInput RandomInput(std::mt19937& rng, int n, int d, int group, int n_q, int n_pad) {
   std::normal_distribution<float> nd;
-  NaiveInput in{n, d, group, n_q, std::vector<float>(n * d), std::vector<float>(group * n_q * d),
+  NaiveInput in{n,
+                d,
+                group,
+                n_q,
+                std::vector<float>(n * d),
+                std::vector<float>(group * n_q * d),
                 std::vector<uint8_t>(n, 1)};
   std::vector<float> centres(5 * d);
   for (auto& x : centres) x = nd(rng);
@@ -354,7 +361,8 @@ TEST_P(KvOracleTest, KeptSetsEqualTheNaiveImplementation) {
         for (int h = 0; h < hk; ++h) {
           heads.push_back(RandomInput(rng, n, d, group, n_q, n_pad));
           keys.insert(keys.end(), heads[h].k.begin(), heads[h].k.end());
-          std::copy(heads[h].q.begin(), heads[h].q.end(), queries.begin() + static_cast<size_t>(h) * group * n_q * d);
+          std::copy(heads[h].q.begin(), heads[h].q.end(),
+                    queries.begin() + static_cast<size_t>(h) * group * n_q * d);
           std::iota(gp[h].begin(), gp[h].end(), 0);
         }
         for (int h = 0; h < hk; ++h) gpp.push_back(gp[h].data()), vp.push_back(heads[h].valid.data());
@@ -384,7 +392,8 @@ TEST_P(KvOracleTest, KeptSetsEqualTheNaiveImplementation) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, KvOracleTest,
-                         ::testing::Values(PolicyCase{"rkv", 0}, PolicyCase{"snapkv", 1}, PolicyCase{"h2o", 2}),
+                         ::testing::Values(PolicyCase{"rkv", 0}, PolicyCase{"snapkv", 1},
+                                           PolicyCase{"h2o", 2}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(KvScores, RedundancyMatchesNaiveOnClusteredKeys) {

@@ -24,6 +24,8 @@ class FullPolicy final : public KvPolicy {
 
 }  // namespace
 
-std::unique_ptr<KvPolicy> MakeFull(const KvPolicyConfig& config) { return std::make_unique<FullPolicy>(config); }
+std::unique_ptr<KvPolicy> MakeFull(const KvPolicyConfig& config) {
+  return std::make_unique<FullPolicy>(config);
+}
 
 }  // namespace skipkv::policies

@@ -37,8 +37,8 @@ class H2oRkvPolicy final : public ScoredPolicy {
       const float* row = q + (static_cast<size_t>(g) * in.n_queries + (in.n_queries - 1)) * d;
       std::copy(row, row + d, scratch.q.data() + static_cast<size_t>(g) * d);
     }
-    kvscore::AttentionImportance(scratch.q.data(), group, 1, HeadKeys(in, h), static_cast<int64_t>(score.size()), d,
-                                 in.valid[h], score.data(), scratch);
+    kvscore::AttentionImportance(scratch.q.data(), group, 1, HeadKeys(in, h),
+                                 static_cast<int64_t>(score.size()), d, in.valid[h], score.data(), scratch);
   }
 };
 

@@ -10,11 +10,11 @@
 
 namespace skipkv::policies {
 
-std::unique_ptr<KvPolicy> MakeFull(const KvPolicyConfig& config);         // full.cpp
-std::unique_ptr<KvPolicy> MakeStreaming(const KvPolicyConfig& config);    // streaming_llm.cpp
-std::unique_ptr<KvPolicy> MakeH2oRkv(const KvPolicyConfig& config);       // h2o_rkv.cpp
-std::unique_ptr<KvPolicy> MakeH2oAcc(const KvPolicyConfig& config);       // h2o_acc.cpp
-std::unique_ptr<KvPolicy> MakeSnapKv(const KvPolicyConfig& config);       // snapkv.cpp
-std::unique_ptr<KvPolicy> MakeRkv(const KvPolicyConfig& config);          // rkv.cpp
+std::unique_ptr<KvPolicy> MakeFull(const KvPolicyConfig& config);       // full.cpp
+std::unique_ptr<KvPolicy> MakeStreaming(const KvPolicyConfig& config);  // streaming_llm.cpp
+std::unique_ptr<KvPolicy> MakeH2oRkv(const KvPolicyConfig& config);     // h2o_rkv.cpp
+std::unique_ptr<KvPolicy> MakeH2oAcc(const KvPolicyConfig& config);     // h2o_acc.cpp
+std::unique_ptr<KvPolicy> MakeSnapKv(const KvPolicyConfig& config);     // snapkv.cpp
+std::unique_ptr<KvPolicy> MakeRkv(const KvPolicyConfig& config);        // rkv.cpp
 
 }  // namespace skipkv::policies

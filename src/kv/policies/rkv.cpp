@@ -49,6 +49,8 @@ class RkvPolicy final : public ScoredPolicy {
 
 }  // namespace
 
-std::unique_ptr<KvPolicy> MakeRkv(const KvPolicyConfig& config) { return std::make_unique<RkvPolicy>(config); }
+std::unique_ptr<KvPolicy> MakeRkv(const KvPolicyConfig& config) {
+  return std::make_unique<RkvPolicy>(config);
+}
 
 }  // namespace skipkv::policies

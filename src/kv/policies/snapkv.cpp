@@ -29,8 +29,9 @@ class SnapKvPolicy final : public ScoredPolicy {
   void ScoreHead(const KvLayerInput& in, int h, KvScratch& scratch, std::span<float> score) const override {
     const int64_t n_cand = static_cast<int64_t>(score.size());
     if (scratch.imp.size() < static_cast<size_t>(n_cand)) scratch.imp.resize(n_cand);
-    kvscore::AttentionImportance(GroupQueries(in, h), in.n_heads / in.n_kv_heads, in.n_queries, HeadKeys(in, h),
-                                 n_cand, in.head_dim, in.valid[h], scratch.imp.data(), scratch);
+    kvscore::AttentionImportance(GroupQueries(in, h), in.n_heads / in.n_kv_heads, in.n_queries,
+                                 HeadKeys(in, h), n_cand, in.head_dim, in.valid[h], scratch.imp.data(),
+                                 scratch);
     kvscore::MaxPool1d(scratch.imp.data(), n_cand, config().pool_kernel, score.data());
   }
 };
