@@ -1,6 +1,8 @@
 // llama.cpp's tokenizer vectors (tests/data/tokenizer/*.inp/.out, generated
 // from the reference Hugging Face tokenizers): every string must encode to the
 // reference ids (no BOS, special tokens not parsed) and decode back to itself.
+#include <thread>
+
 #include "tokenizer_test_util.h"
 
 namespace skipkv::testing {
@@ -92,6 +94,43 @@ TEST(TokenizerVectors, Qwen2GgufMetadataMatchesTokenizerJson) {
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   EXPECT_EQ((*g)->pre_tokenizer(), PreTokenizerKind::kQwen2);
   EXPECT_EQ(CheckVectors(**g, "ggml-vocab-qwen2.gguf"), 46);
+}
+
+// Qwen2's tokenizer.json asks for NFC: a decomposed "é" (e + U+0301) encodes
+// like the composed one. Llama-3's has no normalizer and keeps them apart.
+TEST(TokenizerVectors, Qwen2NormalisesToNfc) {
+  SKIPKV_NPM_TOKENIZER_OR_SKIP(qwen, "tokenizer-qwen3");
+  SKIPKV_NPM_TOKENIZER_OR_SKIP(llama3, "tokenizer-llama3_1");
+  const std::string composed = "caf\xC3\xA9 na\xC3\xAFve";
+  const std::string decomposed = "cafe\xCC\x81 nai\xCC\x88ve";
+  EXPECT_EQ(qwen->Encode(decomposed), qwen->Encode(composed));
+  EXPECT_EQ(*qwen->Decode(qwen->Encode(decomposed)), composed);
+  EXPECT_NE(llama3->Encode(decomposed, {.add_special = false}), llama3->Encode(composed, {.add_special = false}));
+  EXPECT_EQ(*llama3->Decode(llama3->Encode(decomposed, {.add_special = false})), decomposed);
+  // Invalid bytes next to a decomposed sequence: the valid runs are normalised,
+  // the bad byte passes through.
+  const std::string mixed = decomposed + "\xFF" + decomposed;
+  EXPECT_EQ(*qwen->Decode(qwen->Encode(mixed)), composed + "\xFF" + composed);
+}
+
+// Encode is const and thread-safe (the word cache is locked): concurrent
+// encodes of the vector strings agree with serial ones.
+TEST(TokenizerVectors, ConcurrentEncodeMatchesSerial) {
+  SKIPKV_NPM_TOKENIZER_OR_SKIP(tok, "tokenizer-qwen3");
+  const auto vectors = ReadVectors("ggml-vocab-qwen2.gguf");
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 20; ++rep) {
+        for (const auto& [text, expected] : vectors) {
+          if (tok->Encode(text, {.add_special = false}) != expected) ++mismatches[t];
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
 }
 
 }  // namespace
