@@ -42,14 +42,45 @@ void RmsNormT(const float* x, const float* weight, int64_t n, float eps, float* 
   for (; i < n; ++i) out[i] = x[i] * inv * weight[i];
 }
 
+// Per-thread cache of the rotation tables: the inverse frequencies change only
+// with the parameters, and Q and K of a token are rotated back to back at the
+// same position, so the second call reuses the cos/sin of the first.
+struct RopeTables {
+  RopeParams p;
+  int rot = -1;
+  int64_t pos = 0;
+  bool have_pos = false;
+  std::vector<double> inv_freq;
+  std::vector<float> cos, sin;
+};
+
+bool SameRope(const RopeParams& a, const RopeParams& b) {
+  return a.theta == b.theta && a.llama3_factor == b.llama3_factor &&
+         a.llama3_low_freq_factor == b.llama3_low_freq_factor &&
+         a.llama3_high_freq_factor == b.llama3_high_freq_factor &&
+         a.llama3_original_context == b.llama3_original_context && a.linear_scale == b.linear_scale;
+}
+
 void RopeT(float* x, int n_heads, int head_dim, int64_t pos, const RopeParams& p) {
   const int rot = p.rot_dim > 0 ? p.rot_dim : head_dim;
   const int half = rot / 2;
-  thread_local std::vector<float> cs;
-  cs.resize(2 * static_cast<size_t>(half));
-  float* c = cs.data();
-  float* s = cs.data() + half;
-  RopeCosSin(p, rot, pos, c, s);
+  thread_local RopeTables t;
+  if (t.rot != rot || !SameRope(t.p, p)) {
+    t.p = p;
+    t.rot = rot;
+    t.have_pos = false;
+    t.inv_freq.resize(half);
+    for (int i = 0; i < half; ++i) t.inv_freq[i] = RopeInvFreq(p, rot, i);
+    t.cos.resize(half);
+    t.sin.resize(half);
+  }
+  if (!t.have_pos || t.pos != pos) {
+    RopeCosSinFromInvFreq(t.inv_freq.data(), half, pos, p.linear_scale, t.cos.data(), t.sin.data());
+    t.pos = pos;
+    t.have_pos = true;
+  }
+  const float* c = t.cos.data();
+  const float* s = t.sin.data();
   const hn::ScalableTag<float> df;
   const int N = static_cast<int>(hn::Lanes(df));
   for (int h = 0; h < n_heads; ++h) {

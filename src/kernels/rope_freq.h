@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <vector>
 
 #include "kernels/ops.h"
 
@@ -35,16 +36,23 @@ inline double RopeInvFreq(const RopeParams& p, int rot_dim, int i) {
   return inv_freq;
 }
 
-// cos/sin of the rotation angle of pair i at position pos:
-//   angle = (pos / linear_scale) * inv_freq(i), computed in double.
-inline void RopeCosSin(const RopeParams& p, int rot_dim, int64_t pos, float* cos_out,
-                       float* sin_out) {
-  const double scaled_pos = static_cast<double>(pos) / static_cast<double>(p.linear_scale);
-  for (int i = 0; i < rot_dim / 2; ++i) {
-    const double angle = scaled_pos * RopeInvFreq(p, rot_dim, i);
+// cos/sin of the rotation angle of each pair i < half at position pos, from
+// precomputed inverse frequencies:
+//   angle = (pos / linear_scale) * inv_freq[i], computed in double.
+inline void RopeCosSinFromInvFreq(const double* inv_freq, int half, int64_t pos, float linear_scale,
+                                  float* cos_out, float* sin_out) {
+  const double scaled_pos = static_cast<double>(pos) / static_cast<double>(linear_scale);
+  for (int i = 0; i < half; ++i) {
+    const double angle = scaled_pos * inv_freq[i];
     cos_out[i] = static_cast<float>(std::cos(angle));
     sin_out[i] = static_cast<float>(std::sin(angle));
   }
+}
+
+inline void RopeCosSin(const RopeParams& p, int rot_dim, int64_t pos, float* cos_out, float* sin_out) {
+  std::vector<double> inv(rot_dim / 2);
+  for (int i = 0; i < rot_dim / 2; ++i) inv[i] = RopeInvFreq(p, rot_dim, i);
+  RopeCosSinFromInvFreq(inv.data(), rot_dim / 2, pos, p.linear_scale, cos_out, sin_out);
 }
 
 }  // namespace skipkv::kernels::internal
