@@ -158,6 +158,46 @@ TEST_P(AttentionTest, DeterministicAcrossThreadCounts) {
   }
 }
 
+// Hand-computed: one head, d = 8 (only dims 0, 1 non-zero), scale 1.
+// q = (1, 0), k0 = (0, 0), k1 = (ln 3, 0): scores 0 and ln 3, so p = (1/4, 3/4);
+// v0 = (4, 0), v1 = (0, 8): out = (1, 6). A query at slot 0 sees only slot 0:
+// out = v0. attn_accum gains p.
+TEST_P(AttentionTest, HandComputedTwoSlots) {
+  AttentionShape s{1, 1, 8, DType::kF32, 1.f};
+  float q[2][8] = {{1}, {1}};
+  float k[2][8] = {{0, 0}, {std::log(3.f), 0}};
+  float v[2][8] = {{4, 0}, {0, 8}};
+  float out[2][8];
+  float accum[2] = {0, 0};
+  const void* kp[] = {k};
+  const void* vp[] = {v};
+  float* ap[] = {accum};
+  AttentionTask t;
+  t.q = &q[0][0];
+  t.n_q = 2;  // rows at slots 0 and 1
+  t.n_slots = 2;
+  t.first_query_slot = 0;
+  t.k = kp;
+  t.v = vp;
+  t.attn_accum = ap;
+  t.out = &out[0][0];
+  ThreadPool pool(1);
+  for (int pass = 0; pass < 2; ++pass) {
+    accum[0] = accum[1] = 0;
+    if (pass == 0) {
+      kernels::Attention(s, {&t, 1}, pool);
+    } else {
+      kernels::ref::Attention(s, {&t, 1});
+    }
+    EXPECT_NEAR(out[0][0], 4.f, 1e-6f);  // row 0 sees slot 0 only
+    EXPECT_NEAR(out[0][1], 0.f, 1e-6f);
+    EXPECT_NEAR(out[1][0], 1.f, 1e-6f);  // row 1: 1/4 * 4
+    EXPECT_NEAR(out[1][1], 6.f, 1e-6f);  //        3/4 * 8
+    EXPECT_NEAR(accum[0], 1.f + 0.25f, 1e-6f);
+    EXPECT_NEAR(accum[1], 0.75f, 1e-6f);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, AttentionTest, ::testing::ValuesIn(testing::CompiledSimdTargets()),
                          testing::TargetParamName);
 
