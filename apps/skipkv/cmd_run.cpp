@@ -25,6 +25,8 @@ struct RunOptions {
   std::string prompt_file;
   std::string prompts_file;
   bool chat = false;
+  std::string system;
+  std::string chat_template = "auto";
   int n_predict = 256;
   SamplingParams sampling;
   std::vector<std::string> stop;
@@ -86,7 +88,8 @@ nlohmann::json ResultJson(const GenerationResult& r, const RunOptions& o, const 
         {"pad_len", kv.pad_len}, {"effective_budget", kv.effective_budget}}},
       // Provenance: enough to rerun it.
       {"config",
-       {{"model", engine.info().path}, {"model_name", engine.info().name}, {"kv_policy", eo.kv.policy},
+       {{"model", engine.info().path}, {"model_name", engine.info().name}, {"chat", o.chat},
+        {"chat_template", engine.info().chat_template}, {"kv_policy", eo.kv.policy},
         {"kv_budget", eo.kv.budget}, {"kv_window", eo.kv.window}, {"kv_interval", eo.kv.interval},
         {"mix_lambda", eo.kv.mix_lambda}, {"kv_type", o.kv_type}, {"pad_policy", o.pad_policy},
         {"batch_size", eo.batch_size}, {"n_ubatch", eo.n_ubatch}, {"threads", o.threads},
@@ -131,6 +134,7 @@ int RunGenerate(RunOptions o) {
   eo.n_ubatch = o.n_ubatch;
   eo.n_batch = std::max(2048, o.n_ubatch);
   eo.n_ctx = o.n_ctx;
+  eo.chat_template = o.chat_template;
 
   // Prompts: every -p, the -f file (one prompt), each non-empty line of
   // --prompts; none at all = one empty prompt (start from BOS).
@@ -157,6 +161,7 @@ int RunGenerate(RunOptions o) {
     Request& r = requests[i];
     r.prompt = prompts[i];
     r.chat = o.chat;
+    r.system = o.system;
     r.sampling = o.sampling;
     r.max_new_tokens = o.n_predict;
     r.stop = o.stop;
@@ -210,7 +215,13 @@ CommandRegistrar reg("run", "Generate text (streams tokens; default: a story fro
                  "Prompt text; repeat for several requests run as one batch (none: start from BOS)");
   sub.add_option("-f,--file", o->prompt_file, "Read one prompt from this file");
   sub.add_option("--prompts", o->prompts_file, "Read one prompt per non-empty line of this file");
-  sub.add_flag("--chat", o->chat, "Wrap each prompt in the model's chat template (DeepSeek-R1-Distill)");
+  sub.add_flag("--chat", o->chat,
+               "Wrap each prompt in the chat template as one user turn plus the generation prompt "
+               "(DeepSeek-R1-Distill: ...<｜Assistant｜><think>\\n)");
+  sub.add_option("--system", o->system, "--chat: a system message placed before the user turn");
+  sub.add_option("--chat-template", o->chat_template,
+                 "--chat: auto (from the vocabulary), r1-distill, chatml or raw (prompt as is)")
+      ->capture_default_str();
   sub.add_option("-n,--n-predict", o->n_predict, "Maximum new tokens per request (>= 1)")->capture_default_str();
   sub.add_option("--temp", o->sampling.temperature, "Sampling temperature (0 = greedy)")->capture_default_str();
   sub.add_option("--top-k", o->sampling.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();

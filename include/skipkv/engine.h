@@ -49,6 +49,10 @@ struct EngineOptions {
   // Positions available to a sequence (0 = the model's context length; larger
   // values are an error).
   int64_t n_ctx = 0;
+  // Chat template for Request::chat: "auto" (from the vocabulary:
+  // DeepSeek-R1-Distill, ChatML, else raw), "r1-distill", "chatml" or "raw"
+  // (the prompt as is).
+  std::string chat_template = "auto";
 };
 
 // Facts about the loaded model, for logs and reports.
@@ -64,6 +68,7 @@ struct ModelInfo {
   int vocab_size = 0;
   int64_t context_length = 0;  // positions the engine allows (EngineOptions::n_ctx or the model's)
   int32_t bos = -1, eos = -1;
+  std::string chat_template;   // the template Request::chat uses
 };
 
 // ---- Requests and results -------------------------------------------------------
@@ -71,12 +76,14 @@ struct ModelInfo {
 struct Request {
   // The prompt: `prompt_tokens` if non-empty (used verbatim), otherwise
   // `prompt` tokenized (BOS added when the tokenizer asks for it; with
-  // `chat`, wrapped in the model's chat template as one user turn). An empty
-  // prompt without BOS is an error; with BOS it starts from BOS alone (how
-  // llama2.c's run.c tells a story).
+  // `chat`, wrapped in the chat template as one user turn after the optional
+  // `system` text, plus the generation prompt). An empty prompt without BOS
+  // is an error; with BOS it starts from BOS alone (how llama2.c's run.c
+  // tells a story).
   std::string prompt;
   std::vector<int32_t> prompt_tokens;
   bool chat = false;
+  std::string system;
   SamplingParams sampling;
   int max_new_tokens = 256;          // >= 1
   std::vector<std::string> stop;     // stop strings, matched on the decoded text (non-empty)
@@ -209,7 +216,8 @@ class Engine {
   StatusOr<std::vector<GenerationResult>> Generate(std::span<const Request> requests,
                                                    const TokenCallback& on_token = nullptr);
 
-  // Prompt text -> ids as Generate would build them.
+  // Prompt text -> ids as Generate would build them (chat: one user turn in
+  // the chat template, which brings its own BOS; add_bos is then ignored).
   StatusOr<std::vector<int32_t>> Tokenize(const std::string& text, bool add_bos = true, bool chat = false) const;
   // Ids -> text (control tokens skipped). InvalidArgument for an id outside the vocabulary.
   StatusOr<std::string> Detokenize(std::span<const int32_t> tokens) const;

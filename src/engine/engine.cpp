@@ -9,6 +9,7 @@
 #include "engine/engine_impl.h"
 #include "io/embedded/embedded_model.h"
 #include "model/model_config.h"
+#include "tokenizer/chat_template.h"
 #include "util/logging.h"
 
 namespace skipkv {
@@ -75,6 +76,11 @@ StatusOr<std::unique_ptr<Engine::Impl>> Engine::Impl::Create(const EngineOptions
                            std::to_string(cfg.context_length));
   }
   impl->n_ctx = options.n_ctx > 0 ? options.n_ctx : cfg.context_length;
+  if (options.chat_template.empty() || options.chat_template == "auto") {
+    impl->chat_template = DetectChatTemplate(*impl->tokenizer);
+  } else {
+    SKIPKV_ASSIGN_OR_RETURN(impl->chat_template, ParseChatTemplateKind(options.chat_template));
+  }
   SKIPKV_ASSIGN_OR_RETURN(impl->policy, CreateKvPolicy(options.kv));
   impl->forward = std::make_unique<ForwardPass>(*impl->model);
   const int threads = options.threads > 0 ? options.threads
@@ -95,6 +101,7 @@ StatusOr<std::unique_ptr<Engine::Impl>> Engine::Impl::Create(const EngineOptions
   info.context_length = impl->n_ctx;
   info.bos = impl->tokenizer->bos();
   info.eos = impl->tokenizer->eos();
+  info.chat_template = ChatTemplateKindName(impl->chat_template);
   SKIPKV_LOG_INFO("engine: %s (%s), %d threads, kv %s budget %lld", info.name.c_str(), info.description.c_str(),
                   threads, options.kv.policy.c_str(), static_cast<long long>(options.kv.budget));
   return impl;
@@ -118,22 +125,24 @@ StatusOr<std::vector<int32_t>> Engine::Impl::Tokenize(const std::string& text, b
     eo.add_special = add_bos;
     return tokenizer->Encode(text, eo);
   }
-  // DeepSeek-R1-Distill chat template, one user turn plus the generation
-  // prompt (shared/tokenizers/templates): BOS <｜User｜>text<｜Assistant｜><think>\n
-  if (!tokenizer->IsR1Distill()) {
-    return Unsupported("--chat: the model's tokenizer has no known chat template (only DeepSeek-R1-Distill "
-                       "<｜User｜>/<｜Assistant｜> tokens are supported); run without --chat");
-  }
-  std::string templated = "<｜User｜>" + text + "<｜Assistant｜><think>\n";
-  EncodeOptions eo;
-  eo.add_special = add_bos;
-  eo.parse_special = true;
-  return tokenizer->Encode(templated, eo);
+  return TokenizeChat("", text);
+}
+
+StatusOr<std::vector<int32_t>> Engine::Impl::TokenizeChat(const std::string& system, const std::string& user) const {
+  // The template carries its own BOS (R1-Distill) or none (ChatML); raw mode
+  // sends the text as is with the tokenizer's BOS.
+  std::vector<ChatMessage> msgs;
+  if (!system.empty()) msgs.push_back({"system", system});
+  msgs.push_back({"user", user});
+  StatusOr<std::vector<TokenId>> ids = EncodeChat(chat_template, *tokenizer, msgs);
+  if (!ids.ok()) return ids.status().WithContext("chat template " + std::string(ChatTemplateKindName(chat_template)));
+  return std::move(ids).value();
 }
 
 StatusOr<std::vector<int32_t>> Engine::Impl::PromptTokens(const Request& r) const {
   if (!r.prompt_tokens.empty()) return r.prompt_tokens;
-  return Tokenize(r.prompt, /*add_bos=*/true, r.chat);
+  if (r.chat) return TokenizeChat(r.system, r.prompt);
+  return Tokenize(r.prompt, /*add_bos=*/true, false);
 }
 
 Status Engine::Impl::ValidateWithPrompt(const Request& r, const std::vector<int32_t>& prompt) const {

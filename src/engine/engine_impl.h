@@ -14,6 +14,7 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "skipkv/engine.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/thread_pool.h"
 
@@ -30,6 +31,8 @@ class Engine::Impl {
   Status ValidateWithPrompt(const Request& request, const std::vector<int32_t>& prompt) const;
 
   StatusOr<std::vector<int32_t>> Tokenize(const std::string& text, bool add_bos, bool chat) const;
+  // One (optional system +) user turn in the chat template, with the generation prompt.
+  StatusOr<std::vector<int32_t>> TokenizeChat(const std::string& system, const std::string& user) const;
 
   // The cache shape for this model under the configured policy and kv type.
   KvCacheShape CacheShape() const;
@@ -50,6 +53,7 @@ class Engine::Impl {
   std::unique_ptr<ThreadPool> pool;
   std::shared_ptr<const KvPolicy> policy;
   int64_t n_ctx = 0;  // positions a sequence may use
+  ChatTemplateKind chat_template = ChatTemplateKind::kRaw;
 };
 
 }  // namespace skipkv
