@@ -136,6 +136,8 @@ struct RefCase {
   double tol;
 };
 
+void PrintTo(const RefCase& c, std::ostream* os) { *os << c.name; }
+
 class ReferenceTest : public ::testing::TestWithParam<RefCase> {};
 
 TEST_P(ReferenceTest, PrefillThenDecodeMatchesNaiveForward) {
