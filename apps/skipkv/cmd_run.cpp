@@ -68,7 +68,10 @@ nlohmann::json ResultJson(const GenerationResult& r, const RunOptions& o, const 
   const GenerationTimings& t = r.timings;
   const KvStats& kv = r.kv;
   const EngineOptions& eo = engine.options();
+  nlohmann::json diagnostics = nlohmann::json::object();
+  for (const auto& [name, value] : r.diagnostics) diagnostics[name] = value;
   return {
+      {"diagnostics", diagnostics},
       {"index", r.index},
       {"text", r.text},
       {"tokens", r.tokens},

@@ -22,6 +22,7 @@
 
 #include "kv/kv_policy.h"  // KvPolicyConfig, PadPolicy, KnownKvPolicyNames (re-exported)
 #include "skipkv/sampling.h"
+#include "skipkv/sequence_hooks.h"
 #include "util/status.h"
 
 namespace skipkv {
@@ -136,6 +137,8 @@ struct GenerationResult {
   GenerationTimings timings;
   KvStats kv;
   int64_t batch = 0;                   // padded mode: the batch it ran in (0 in ragged mode)
+  // From the request's SequenceHooks (method-specific counters), if any.
+  std::vector<std::pair<std::string, double>> diagnostics;
 };
 
 // Called once per generated token (not for a stopping end-of-generation
@@ -215,6 +218,10 @@ class Engine {
   // before any work. The callback, if any, sees every token as produced.
   StatusOr<std::vector<GenerationResult>> Generate(std::span<const Request> requests,
                                                    const TokenCallback& on_token = nullptr);
+
+  // Installs the per-request hooks factory used by later Generate calls
+  // (nullptr removes it). See skipkv/sequence_hooks.h.
+  void SetSequenceHooks(SequenceHooksFactory factory);
 
   // Prompt text -> ids as Generate would build them (chat: one user turn in
   // the chat template, which brings its own BOS; add_bos is then ignored).

@@ -193,6 +193,8 @@ StatusOr<std::vector<GenerationResult>> Engine::Generate(std::span<const Request
   return impl_->Generate(requests, on_token);
 }
 
+void Engine::SetSequenceHooks(SequenceHooksFactory factory) { impl_->hooks_factory = std::move(factory); }
+
 StatusOr<std::vector<int32_t>> Engine::Tokenize(const std::string& text, bool add_bos, bool chat) const {
   return impl_->Tokenize(text, add_bos, chat);
 }

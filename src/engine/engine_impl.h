@@ -54,6 +54,7 @@ class Engine::Impl {
   std::shared_ptr<const KvPolicy> policy;
   int64_t n_ctx = 0;  // positions a sequence may use
   ChatTemplateKind chat_template = ChatTemplateKind::kRaw;
+  SequenceHooksFactory hooks_factory;
 };
 
 }  // namespace skipkv

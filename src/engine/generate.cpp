@@ -52,6 +52,7 @@ struct Sequence {
   std::optional<engine::Sampler> sampler;
   std::optional<StreamingDetokenizer> detok;
   engine::StopMatcher stop;
+  std::unique_ptr<SequenceHooks> hooks;
   GenerationResult result;
 
   // This step's forward input.
@@ -78,6 +79,9 @@ class GenerationRun {
   void Accept(Sequence& s, int32_t token);
   void Finish(Sequence& s, FinishReason why);
   void Emit(Sequence& s, int32_t token, const std::string& text);
+  // Calls BeforeForward on the step's hooks and, if any of them want hidden
+  // states, sets the batch's hooks to dispatch each sequence's rows.
+  void InstallHooks(const engine::StepPlan& plan, ForwardBatch* batch);
 
   Engine::Impl& e_;
   const TokenCallback& cb_;
@@ -85,6 +89,13 @@ class GenerationRun {
   std::vector<Sequence> seqs_;
   std::shared_ptr<KvTraceWriter> trace_;
   Clock::time_point t0_;
+  // This step's hooked sequences: (hooks, first batch row, rows).
+  struct HookedRows {
+    SequenceHooks* hooks;
+    int64_t first;
+    int64_t count;
+  };
+  std::vector<HookedRows> hooked_;
 };
 
 Status GenerationRun::Prepare(std::span<const Request> requests) {
@@ -162,6 +173,18 @@ Status GenerationRun::Start(Sequence& s) {
   s.result.timings.prompt_tokens = static_cast<int64_t>(s.prompt.size());
   s.result.timings.queue_ms = MsBetween(t0_, Clock::now());
   s.state = engine::SeqState::kPrefill;
+  if (e_.hooks_factory) {
+    s.hooks = e_.hooks_factory(s.index, r);
+    if (s.hooks) {
+      SequenceStart start;
+      start.index = s.index;
+      start.prompt = s.prompt;
+      start.pad_len = s.pad_len;
+      start.d_model = e_.model->config().d_model;
+      start.compressor = s.compressor.get();
+      s.hooks->OnStart(start);
+    }
+  }
   return Status::Ok();
 }
 
@@ -204,6 +227,7 @@ void GenerationRun::Emit(Sequence& s, int32_t token, const std::string& text) {
 
 void GenerationRun::Accept(Sequence& s, int32_t token) {
   const Request& r = *s.request;
+  if (s.hooks) s.hooks->OnToken(token);
   if (!r.ignore_eos && e_.tokenizer->IsEndOfGeneration(token)) {
     Finish(s, FinishReason::kEos);
     return;
@@ -251,7 +275,54 @@ void GenerationRun::Finish(Sequence& s, FinishReason why) {
   kv.compress_ms = cs.seconds * 1000.0;
   kv.pad_len = s.pad_len;
   kv.effective_budget = cs.effective_budget;
+  if (s.hooks) {
+    s.result.diagnostics = s.hooks->Diagnostics();
+    s.hooks.reset();
+  }
   s.cache.reset();  // frees the slot memory for the next admitted request
+}
+
+void GenerationRun::InstallHooks(const engine::StepPlan& plan, ForwardBatch* batch) {
+  hooked_.clear();
+  int64_t row = 0;
+  bool residual = false, final_hidden = false;
+  for (const engine::StepItem& item : plan.items) {
+    Sequence& s = seqs_[item.seq];
+    if (s.hooks) {
+      SequenceStep step;
+      step.l_before = s.l;
+      step.l_after = s.l + item.count;
+      step.kind = !plan.prefill ? ForwardKind::kDecode
+                  : item.completes_prefill ? ForwardKind::kPrefill
+                                           : ForwardKind::kPrefillPartial;
+      step.compresses = s.compressor->Scheduled(step.l_before, step.l_after, step.kind);
+      s.hooks->BeforeForward(step);
+      hooked_.push_back({s.hooks.get(), row, item.count});
+      for (int layer = 0; layer < e_.model->config().n_layers && !residual; ++layer) {
+        residual = s.hooks->WantsResidual(layer);
+      }
+      final_hidden = final_hidden || s.hooks->WantsFinalHidden();
+    }
+    row += item.count;
+  }
+  if (hooked_.empty()) return;
+  const int64_t d = e_.model->config().d_model;
+  if (residual) {
+    batch->residual_hook = [this, d](int layer, std::span<const BatchToken> tokens, float* hidden) {
+      for (const HookedRows& h : hooked_) {
+        if (h.hooks->WantsResidual(layer)) {
+          h.hooks->OnResidual(layer, tokens.subspan(h.first, h.count), hidden + h.first * d);
+        }
+      }
+    };
+  }
+  if (final_hidden) {
+    batch->final_hidden_hook = [this, d](std::span<const BatchToken> tokens, const float* hidden) {
+      for (const HookedRows& h : hooked_) {
+        if (h.hooks->WantsFinalHidden()) h.hooks->OnFinalHidden(tokens.subspan(h.first, h.count), hidden + h.first * d);
+      }
+    };
+  }
 }
 
 Status GenerationRun::Run() {
@@ -280,6 +351,7 @@ Status GenerationRun::Run() {
     }
     ForwardBatch batch;
     batch.seqs = inputs;
+    InstallHooks(plan, &batch);
     const auto t_start = Clock::now();
     StatusOr<ForwardOutput> out = e_.forward->Run(batch, *e_.pool);
     if (!out.ok()) return out.status().WithContext("forward pass");

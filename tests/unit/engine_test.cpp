@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -308,6 +309,139 @@ TEST(EnginePerplexityTest, OwnGreedyTextIsLikelyAndBatchingDoesNotMatter) {
   EXPECT_EQ(e->Perplexity(story[0].text, po).status().code(), StatusCode::kInvalidArgument);
   po.ctx = 400;
   EXPECT_EQ(e->Perplexity("too short", po).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace skipkv
+
+namespace skipkv {
+namespace {
+
+// Records what the loop tells a request's hooks, and optionally steers.
+class RecordingHooks : public SequenceHooks {
+ public:
+  struct Log {
+    std::vector<int32_t> hidden_gen_pos;  // gen_pos of every final-hidden row, in order
+    std::vector<int32_t> tokens;          // OnToken
+    int64_t scheduled_compressions = 0;
+    int64_t forwards = 0;
+    int64_t pad_len = -1;
+    int d_model = 0;
+    bool rows_finite = true;
+  };
+  RecordingHooks(Log* log, int steer_layer, float steer_value)
+      : log_(log), steer_layer_(steer_layer), steer_value_(steer_value) {}
+
+  void OnStart(const SequenceStart& s) override {
+    log_->pad_len = s.pad_len;
+    log_->d_model = s.d_model;
+    EXPECT_NE(s.compressor, nullptr);
+  }
+  void BeforeForward(const SequenceStep& step) override {
+    ++log_->forwards;
+    if (step.kind == ForwardKind::kDecode) log_->scheduled_compressions += step.compresses;
+    EXPECT_LT(step.l_before, step.l_after);
+  }
+  bool WantsResidual(int layer) const override { return layer == steer_layer_; }
+  void OnResidual(int layer, std::span<const BatchToken> rows, float* hidden) override {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      for (int j = 0; j < log_->d_model; ++j) hidden[i * log_->d_model + j] += steer_value_;
+    }
+  }
+  bool WantsFinalHidden() const override { return true; }
+  void OnFinalHidden(std::span<const BatchToken> rows, const float* hidden) override {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      log_->hidden_gen_pos.push_back(rows[i].gen_pos);
+      for (int j = 0; j < log_->d_model; ++j) log_->rows_finite &= std::isfinite(hidden[i * log_->d_model + j]);
+    }
+  }
+  void OnToken(int32_t token) override { log_->tokens.push_back(token); }
+  std::vector<std::pair<std::string, double>> Diagnostics() const override {
+    return {{"test.forwards", static_cast<double>(log_->forwards)}};
+  }
+
+ private:
+  Log* log_;
+  int steer_layer_;
+  float steer_value_;
+};
+
+TEST(EngineHooksTest, HooksSeeEveryRowAndTheCompressionSchedule) {
+  EngineOptions o;
+  o.kv.policy = "rkv";
+  o.kv.budget = 24;
+  o.kv.window = 8;
+  o.kv.interval = 8;
+  o.n_ubatch = 3;  // a chunked prefill
+  auto e = MakeEngine(o);
+  ASSERT_TRUE(e);
+  std::vector<RecordingHooks::Log> logs(2);
+  e->SetSequenceHooks([&](size_t index, const Request&) -> std::unique_ptr<SequenceHooks> {
+    if (index == 1) return nullptr;  // request 1 runs without hooks
+    return std::make_unique<RecordingHooks>(&logs[index], -1, 0.f);
+  });
+  auto res = GenerateAll(*e, {Greedy("Once upon a time", 60), Greedy("The big dog", 60)});
+  ASSERT_EQ(res.size(), 2u);
+  const RecordingHooks::Log& log = logs[0];
+  EXPECT_EQ(log.pad_len, 0);
+  EXPECT_EQ(log.d_model, 64);
+  EXPECT_TRUE(log.rows_finite);
+  // Every fed token's hidden row once, in gen_pos order: 5 prompt + 59 fed.
+  ASSERT_EQ(log.hidden_gen_pos.size(), 5u + 59u);
+  for (size_t i = 0; i < log.hidden_gen_pos.size(); ++i) EXPECT_EQ(log.hidden_gen_pos[i], static_cast<int32_t>(i));
+  EXPECT_EQ(log.tokens, res[0].tokens);
+  EXPECT_EQ(log.forwards, 2 + 59);  // prefill chunks of 3 (3 + 2), then one per fed token
+  // Decode forwards start at l0 = 5..63; R-KV schedules those with l0 % 8 == 0
+  // (8, 16, ..., 56); the cache reaches B = 24 slots from l0 = 24 on, so
+  // five of them compress.
+  EXPECT_EQ(log.scheduled_compressions, 7);
+  EXPECT_EQ(res[0].kv.compressions, 5);
+  ASSERT_EQ(res[0].diagnostics.size(), 1u);
+  EXPECT_EQ(res[0].diagnostics[0].second, 61.0);
+  EXPECT_TRUE(res[1].diagnostics.empty());
+  EXPECT_TRUE(logs[1].hidden_gen_pos.empty());
+}
+
+TEST(EngineHooksTest, ResidualSteeringChangesOnlyTheSteeredRequest) {
+  auto e = MakeEngine();
+  ASSERT_TRUE(e);
+  const std::vector<Request> reqs = {Greedy("Once upon a time", 30), Greedy("The big dog", 30)};
+  auto base = GenerateAll(*e, reqs);
+  std::vector<RecordingHooks::Log> logs(2);
+  for (float value : {0.f, 3.f}) {
+    e->SetSequenceHooks([&, value](size_t index, const Request&) -> std::unique_ptr<SequenceHooks> {
+      return std::make_unique<RecordingHooks>(&logs[index], 2, index == 0 ? value : 0.f);
+    });
+    auto steered = GenerateAll(*e, reqs);
+    ASSERT_EQ(steered.size(), 2u);
+    if (value == 0.f) {
+      EXPECT_EQ(steered[0].tokens, base[0].tokens);  // a zero vector is a no-op
+    } else {
+      EXPECT_NE(steered[0].tokens, base[0].tokens);
+    }
+    EXPECT_EQ(steered[1].tokens, base[1].tokens);
+  }
+  e->SetSequenceHooks(nullptr);
+  EXPECT_EQ(GenerateAll(*e, reqs)[0].tokens, base[0].tokens);
+}
+
+TEST(EngineHooksTest, PaddedModeReportsPadRowsAndPadLength) {
+  EngineOptions o;
+  o.kv.pad_policy = PadPolicy::kPadded;
+  auto e = MakeEngine(o);
+  ASSERT_TRUE(e);
+  std::vector<RecordingHooks::Log> logs(2);
+  e->SetSequenceHooks([&](size_t index, const Request&) {
+    return std::make_unique<RecordingHooks>(&logs[index], -1, 0.f);
+  });
+  auto res = GenerateAll(*e, {Greedy("Once upon a time", 10), Greedy("The", 10)});
+  ASSERT_EQ(res.size(), 2u);
+  const int64_t pad = logs[1].pad_len;
+  EXPECT_GT(pad, 0);
+  EXPECT_EQ(pad, res[1].kv.pad_len);
+  EXPECT_EQ(logs[0].pad_len, 0);
+  // Pads take gen_pos 0..pad−1, so both rows have the same padded stream.
+  EXPECT_EQ(logs[0].hidden_gen_pos, logs[1].hidden_gen_pos);
 }
 
 }  // namespace
