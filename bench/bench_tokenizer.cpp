@@ -28,7 +28,8 @@ const Tokenizer* Qwen2() {
 // llama.cpp's test strings (edge cases: whitespace runs, emoji, mixed scripts).
 std::vector<std::string> VectorStrings() {
   std::vector<std::string> out;
-  auto inp = ReadFileToString(std::string(SKIPKV_DATA_DIR) + "/../tests/data/tokenizer/ggml-vocab-qwen2.gguf.inp");
+  auto inp =
+      ReadFileToString(std::string(SKIPKV_DATA_DIR) + "/../tests/data/tokenizer/ggml-vocab-qwen2.gguf.inp");
   if (!inp.ok()) return out;
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::string all = *inp;
@@ -41,17 +42,31 @@ std::vector<std::string> VectorStrings() {
 
 // Deterministic mixed corpus of about `bytes` bytes.
 std::string MixedCorpus(size_t bytes, bool random_words) {
-  static const char* kEnglish[] = {"the", "model", "reasons", "about", "a", "problem", "step", "by", "and", "then",
-                                   "checks", "its", "answer", "Wait,", "let", "me", "reconsider", "this.", "So",
-                                   "we", "have", "that", "therefore", "is", "equal", "to", "twice", "number",
-                                   "of", "apples", "Alice", "bought", "yesterday", "morning.", "However,"};
-  static const char* kChinese[] = {"我们", "首先", "考虑", "这个", "问题", "因此", "答案", "是", "，", "。", "数学",
-                                   "推理", "模型", "缓存", "注意力", "等等", "让我", "重新", "计算", "一下"};
-  static const char* kCode[] = {"for (int i = 0; i < n; ++i) {\n", "  sum += a[i] * b[i];\n", "}\n",
-                                "def solve(x):\n", "    return x ** 2 + 3 * x - 1\n", "if __name__ == \"__main__\":\n",
-                                "    print(solve(42))\n", "std::vector<float> v(1024, 0.0f);\n", "\t// TODO: fix\n"};
-  static const char* kLatex[] = {"$x^2 + y^2 = z^2$", "\\frac{a}{b}", "\\sqrt{2}", "\\boxed{42}", "\\sum_{i=1}^{n} i",
-                                 "\\int_0^1 f(x)\\,dx", "\\left( \\frac{1}{2} \\right)", "\\alpha\\beta\\gamma"};
+  static const char* kEnglish[] = {
+      "the",    "model",  "reasons", "about",  "a",         "problem",   "step",     "by",         "and",
+      "then",   "checks", "its",     "answer", "Wait,",     "let",       "me",       "reconsider", "this.",
+      "So",     "we",     "have",    "that",   "therefore", "is",        "equal",    "to",         "twice",
+      "number", "of",     "apples",  "Alice",  "bought",    "yesterday", "morning.", "However,"};
+  static const char* kChinese[] = {"我们",   "首先", "考虑", "这个", "问题", "因此", "答案",
+                                   "是",     "，",   "。",   "数学", "推理", "模型", "缓存",
+                                   "注意力", "等等", "让我", "重新", "计算", "一下"};
+  static const char* kCode[] = {"for (int i = 0; i < n; ++i) {\n",
+                                "  sum += a[i] * b[i];\n",
+                                "}\n",
+                                "def solve(x):\n",
+                                "    return x ** 2 + 3 * x - 1\n",
+                                "if __name__ == \"__main__\":\n",
+                                "    print(solve(42))\n",
+                                "std::vector<float> v(1024, 0.0f);\n",
+                                "\t// TODO: fix\n"};
+  static const char* kLatex[] = {"$x^2 + y^2 = z^2$",
+                                 "\\frac{a}{b}",
+                                 "\\sqrt{2}",
+                                 "\\boxed{42}",
+                                 "\\sum_{i=1}^{n} i",
+                                 "\\int_0^1 f(x)\\,dx",
+                                 "\\left( \\frac{1}{2} \\right)",
+                                 "\\alpha\\beta\\gamma"};
   const std::vector<std::string> vectors = VectorStrings();
   std::mt19937 rng(42);
   std::string out;
@@ -79,7 +94,8 @@ std::string MixedCorpus(size_t bytes, bool random_words) {
         for (int i = 0; i < 6; ++i) out += pick(kCode);
         break;
       case 4:
-        for (int i = 0; i < 8; ++i) out += std::string(pick(kLatex)) + " " + std::to_string(rng() % 100000) + " ";
+        for (int i = 0; i < 8; ++i)
+          out += std::string(pick(kLatex)) + " " + std::to_string(rng() % 100000) + " ";
         out += "\n";
         break;
       case 5:

@@ -42,11 +42,21 @@ std::string Printable(std::string_view bytes) {
   std::string out = "'";
   for (unsigned char c : bytes) {
     switch (c) {
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      case '\'': out += "\\'"; break;
-      case '\\': out += "\\\\"; break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\'':
+        out += "\\'";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
       default:
         if (c < 0x20 || c == 0x7F) {
           char buf[8];
@@ -115,36 +125,46 @@ int Run(const TokenizeOptions& o) {
     return 0;
   }
   for (TokenId id : ids) std::printf("%8d -> %s\n", id, Printable(t.TokenBytes(id)).c_str());
-  std::fprintf(stderr, "%zu tokens, %zu bytes of text (vocabulary %d, %s)\n", ids.size(), text.size(), t.vocab_size(),
-               t.model() == TokenizerModel::kByteLevelBpe
-                   ? (std::string("byte-level BPE, pre-tokenizer ") + PreTokenizerKindName(t.pre_tokenizer())).c_str()
-                   : "SentencePiece BPE");
+  std::fprintf(
+      stderr, "%zu tokens, %zu bytes of text (vocabulary %d, %s)\n", ids.size(), text.size(), t.vocab_size(),
+      t.model() == TokenizerModel::kByteLevelBpe
+          ? (std::string("byte-level BPE, pre-tokenizer ") + PreTokenizerKindName(t.pre_tokenizer())).c_str()
+          : "SentencePiece BPE");
   return 0;
 }
 
-CommandRegistrar reg("tokenize", "Show the token ids and pieces a model's tokenizer gives for a text",
-                     [](CLI::App& sub) {
-  auto o = std::make_shared<TokenizeOptions>();
-  sub.add_option("-m,--model", o->model,
-                 "Model whose tokenizer to use: .gguf, HF directory, llama2.c .bin, or :default: (embedded)")
-      ->capture_default_str();
-  sub.add_option("--tokenizer-json", o->tokenizer_json, "Use this Hugging Face tokenizer.json instead of a model");
-  sub.add_option("--tokenizer-config", o->tokenizer_config, "tokenizer_config.json beside --tokenizer-json");
-  sub.add_option("--tokenizer-bin", o->tokenizer_bin, "Use this llama2.c tokenizer.bin instead of a model");
-  sub.add_option("--tokenizer-gguf", o->tokenizer_gguf, "Use this (vocabulary-only) GGUF instead of a model");
-  sub.add_option("text", o->text, "The text to tokenize");
-  sub.add_option("-f,--file", o->file, "Read the text from this file");
-  sub.add_flag("--ids-only", o->ids_only, "Print only the ids, space-separated on one line");
-  sub.add_flag("--no-bos", o->no_bos, "Do not add BOS (and EOS) even if the tokenizer asks for them");
-  sub.add_flag("--parse-special", o->parse_special, "Recognise special-token text such as <|im_start|>");
-  sub.add_flag("--chat", o->chat, "Wrap the text as a user turn of the chat template, with the generation prompt");
-  sub.add_option("--template", o->chat_template, "Chat template: r1-distill, chatml or raw (default: detect)");
-  sub.add_option("--system", o->system, "System prompt for --chat");
-  sub.add_flag("--no-think", o->no_think, "--chat: close the think block at once (enable_thinking=false)");
-  sub.add_flag("--r1-specials", o->r1_specials,
-               "Install DeepSeek-R1-Distill-Qwen's special tokens (151643..151649) over a Qwen2 vocabulary");
-  return [o]() { return Run(*o); };
-});
+CommandRegistrar reg(
+    "tokenize", "Show the token ids and pieces a model's tokenizer gives for a text", [](CLI::App& sub) {
+      auto o = std::make_shared<TokenizeOptions>();
+      sub.add_option(
+             "-m,--model", o->model,
+             "Model whose tokenizer to use: .gguf, HF directory, llama2.c .bin, or :default: (embedded)")
+          ->capture_default_str();
+      sub.add_option("--tokenizer-json", o->tokenizer_json,
+                     "Use this Hugging Face tokenizer.json instead of a model");
+      sub.add_option("--tokenizer-config", o->tokenizer_config,
+                     "tokenizer_config.json beside --tokenizer-json");
+      sub.add_option("--tokenizer-bin", o->tokenizer_bin,
+                     "Use this llama2.c tokenizer.bin instead of a model");
+      sub.add_option("--tokenizer-gguf", o->tokenizer_gguf,
+                     "Use this (vocabulary-only) GGUF instead of a model");
+      sub.add_option("text", o->text, "The text to tokenize");
+      sub.add_option("-f,--file", o->file, "Read the text from this file");
+      sub.add_flag("--ids-only", o->ids_only, "Print only the ids, space-separated on one line");
+      sub.add_flag("--no-bos", o->no_bos, "Do not add BOS (and EOS) even if the tokenizer asks for them");
+      sub.add_flag("--parse-special", o->parse_special, "Recognise special-token text such as <|im_start|>");
+      sub.add_flag("--chat", o->chat,
+                   "Wrap the text as a user turn of the chat template, with the generation prompt");
+      sub.add_option("--template", o->chat_template,
+                     "Chat template: r1-distill, chatml or raw (default: detect)");
+      sub.add_option("--system", o->system, "System prompt for --chat");
+      sub.add_flag("--no-think", o->no_think,
+                   "--chat: close the think block at once (enable_thinking=false)");
+      sub.add_flag(
+          "--r1-specials", o->r1_specials,
+          "Install DeepSeek-R1-Distill-Qwen's special tokens (151643..151649) over a Qwen2 vocabulary");
+      return [o]() { return Run(*o); };
+    });
 
 }  // namespace
 }  // namespace skipkv::cli

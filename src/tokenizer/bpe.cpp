@@ -25,8 +25,8 @@ StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(
     auto iab = piece_to_id->find(a + b);
     if (ia == piece_to_id->end() || ib == piece_to_id->end() || iab == piece_to_id->end()) {
       const std::string& missing = ia == piece_to_id->end() ? a : ib == piece_to_id->end() ? b : a + b;
-      return CorruptData(spec.name + ": merge #" + std::to_string(r) + " '" + a + " " + b +
-                         "' uses '" + missing + "', which is not in the vocabulary");
+      return CorruptData(spec.name + ": merge #" + std::to_string(r) + " '" + a + " " + b + "' uses '" +
+                         missing + "', which is not in the vocabulary");
     }
     // The first (lowest-rank) occurrence of a pair wins, as in Hugging Face.
     m->merges_.emplace(Key(ia->second, ib->second), Merge{static_cast<int32_t>(r), iab->second});

@@ -23,8 +23,8 @@ class BpeModel {
  public:
   // `piece_to_id` maps stored pieces to ids and must outlive the model. Merges
   // whose parts or result are not vocabulary pieces are CorruptData.
-  static StatusOr<std::unique_ptr<BpeModel>> Create(const TokenizerSpec& spec,
-                                                    const std::unordered_map<std::string, TokenId>* piece_to_id);
+  static StatusOr<std::unique_ptr<BpeModel>> Create(
+      const TokenizerSpec& spec, const std::unordered_map<std::string, TokenId>* piece_to_id);
 
   // Appends the ids of one pre-token given as raw bytes. A byte without a
   // piece becomes spec.unk (or is dropped if there is none).

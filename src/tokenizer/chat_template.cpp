@@ -4,15 +4,19 @@ namespace skipkv {
 
 const char* ChatTemplateKindName(ChatTemplateKind k) {
   switch (k) {
-    case ChatTemplateKind::kRaw: return "raw";
-    case ChatTemplateKind::kR1Distill: return "r1-distill";
-    case ChatTemplateKind::kChatMl: return "chatml";
+    case ChatTemplateKind::kRaw:
+      return "raw";
+    case ChatTemplateKind::kR1Distill:
+      return "r1-distill";
+    case ChatTemplateKind::kChatMl:
+      return "chatml";
   }
   return "?";
 }
 
 StatusOr<ChatTemplateKind> ParseChatTemplateKind(const std::string& name) {
-  for (ChatTemplateKind k : {ChatTemplateKind::kRaw, ChatTemplateKind::kR1Distill, ChatTemplateKind::kChatMl}) {
+  for (ChatTemplateKind k :
+       {ChatTemplateKind::kRaw, ChatTemplateKind::kR1Distill, ChatTemplateKind::kChatMl}) {
     if (name == ChatTemplateKindName(k)) return k;
   }
   return InvalidArgument("unknown chat template '" + name + "' (expected raw, r1-distill or chatml)");
@@ -38,7 +42,8 @@ namespace {
 //                 (later ones: '\n<｜tool▁output▁begin｜>' + content + '<｜tool▁output▁end｜>')
 //   end        -> '<｜tool▁outputs▁end｜>' if the last message was tool output, else the
 //                 generation prompt '<｜Assistant｜><think>\n' (+ '</think>' when thinking is off).
-StatusOr<std::string> RenderR1(const Tokenizer& tok, std::span<const ChatMessage> messages, const ChatOptions& opts) {
+StatusOr<std::string> RenderR1(const Tokenizer& tok, std::span<const ChatMessage> messages,
+                               const ChatOptions& opts) {
   std::string system;
   for (const ChatMessage& m : messages) {
     if (m.role == "system") system = m.content;
@@ -99,8 +104,8 @@ StatusOr<std::string> RenderChatMl(std::span<const ChatMessage> messages, const 
 
 }  // namespace
 
-StatusOr<std::string> RenderChat(ChatTemplateKind kind, const Tokenizer& tok, std::span<const ChatMessage> messages,
-                                 const ChatOptions& opts) {
+StatusOr<std::string> RenderChat(ChatTemplateKind kind, const Tokenizer& tok,
+                                 std::span<const ChatMessage> messages, const ChatOptions& opts) {
   switch (kind) {
     case ChatTemplateKind::kR1Distill:
       return RenderR1(tok, messages, opts);

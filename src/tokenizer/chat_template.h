@@ -41,8 +41,8 @@ ChatTemplateKind DetectChatTemplate(const Tokenizer& tok);
 // The prompt text. For kR1Distill it starts with the BOS text (the template
 // adds BOS itself); encode it with EncodeChat or with
 // {add_special = false, parse_special = true}.
-StatusOr<std::string> RenderChat(ChatTemplateKind kind, const Tokenizer& tok, std::span<const ChatMessage> messages,
-                                 const ChatOptions& opts = {});
+StatusOr<std::string> RenderChat(ChatTemplateKind kind, const Tokenizer& tok,
+                                 std::span<const ChatMessage> messages, const ChatOptions& opts = {});
 
 // RenderChat + Encode with the right flags: templates parse special tokens
 // and carry their own BOS; raw mode adds the tokenizer's BOS and parses no

@@ -32,8 +32,8 @@ StatusOr<TokenId> OptionalId(const GgufMetadata& md, const std::string& key, siz
   SKIPKV_ASSIGN_OR_RETURN(int64_t v, md.GetIntOr(key, -1));
   if (v < 0) return kNoToken;  // absent, or -1 meaning "none" as some converters write
   if (v >= static_cast<int64_t>(n)) {
-    return CorruptData(key + " = " + std::to_string(v) + " is outside the vocabulary of " + std::to_string(n) +
-                       " tokens");
+    return CorruptData(key + " = " + std::to_string(v) + " is outside the vocabulary of " +
+                       std::to_string(n) + " tokens");
   }
   return static_cast<TokenId>(v);
 }
@@ -47,7 +47,8 @@ StatusOr<TokenizerSpec> SpecFromGguf(const GgufMetadata& md, const std::string& 
   } else if (model == "llama") {
     spec.model = TokenizerModel::kSentencePiece;
   } else {
-    return Unsupported("tokenizer.ggml.model '" + model + "' (supported: 'gpt2' byte-level BPE, 'llama' SentencePiece)");
+    return Unsupported("tokenizer.ggml.model '" + model +
+                       "' (supported: 'gpt2' byte-level BPE, 'llama' SentencePiece)");
   }
   SKIPKV_ASSIGN_OR_RETURN(spec.pieces, md.GetStringArray("tokenizer.ggml.tokens"));
   const size_t n = spec.pieces.size();
@@ -62,8 +63,8 @@ StatusOr<TokenizerSpec> SpecFromGguf(const GgufMetadata& md, const std::string& 
     spec.types.resize(n);
     for (size_t i = 0; i < n; ++i) {
       if (types[i] < 0 || types[i] > 6) {
-        return CorruptData("tokenizer.ggml.token_type[" + std::to_string(i) + "] = " + std::to_string(types[i]) +
-                           " (expected 0..6)");
+        return CorruptData("tokenizer.ggml.token_type[" + std::to_string(i) +
+                           "] = " + std::to_string(types[i]) + " (expected 0..6)");
       }
       spec.types[i] = static_cast<TokenType>(types[i]);
     }

@@ -18,7 +18,8 @@ using json = nlohmann::json;
 // The content of a token field of tokenizer_config.json: "text", {"content": "text"} or null.
 std::string TokenText(const json& j) {
   if (j.is_string()) return j.get<std::string>();
-  if (j.is_object() && j.contains("content") && j["content"].is_string()) return j["content"].get<std::string>();
+  if (j.is_object() && j.contains("content") && j["content"].is_string())
+    return j["content"].get<std::string>();
   return "";
 }
 
@@ -26,7 +27,8 @@ Status ParsePreTokenizer(const json& pt, TokenizerSpec* spec, bool* byte_level) 
   if (pt.is_null()) return Status::Ok();
   const std::string type = pt.value("type", "");
   if (type == "Sequence") {
-    for (const json& sub : pt.at("pretokenizers")) SKIPKV_RETURN_IF_ERROR(ParsePreTokenizer(sub, spec, byte_level));
+    for (const json& sub : pt.at("pretokenizers"))
+      SKIPKV_RETURN_IF_ERROR(ParsePreTokenizer(sub, spec, byte_level));
     return Status::Ok();
   }
   if (type == "Split") {
@@ -43,9 +45,11 @@ Status ParsePreTokenizer(const json& pt, TokenizerSpec* spec, bool* byte_level) 
   }
   if (type == "ByteLevel") {
     *byte_level = true;
-    if (pt.value("add_prefix_space", false)) return Unsupported("ByteLevel pre_tokenizer with add_prefix_space");
+    if (pt.value("add_prefix_space", false))
+      return Unsupported("ByteLevel pre_tokenizer with add_prefix_space");
     if (pt.value("use_regex", true)) {
-      if (!spec->pre_regex.empty()) return Unsupported("pre_tokenizer with a Split regex and ByteLevel use_regex");
+      if (!spec->pre_regex.empty())
+        return Unsupported("pre_tokenizer with a Split regex and ByteLevel use_regex");
       spec->pre_regex = PreTokenizerRegex(PreTokenizerKind::kGpt2);
     }
     return Status::Ok();
@@ -83,13 +87,15 @@ std::string TemplateBos(const json& pp) {
   return single[0]["SpecialToken"].value("id", "");
 }
 
-StatusOr<TokenizerSpec> SpecFromHf(std::string_view text, std::string_view config_text, const std::string& name) {
+StatusOr<TokenizerSpec> SpecFromHf(std::string_view text, std::string_view config_text,
+                                   const std::string& name) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return CorruptData("not a valid JSON object");
   json cfg = json::object();
   if (!config_text.empty()) {
     cfg = json::parse(config_text, nullptr, false);
-    if (cfg.is_discarded() || !cfg.is_object()) return CorruptData("tokenizer_config.json is not a valid JSON object");
+    if (cfg.is_discarded() || !cfg.is_object())
+      return CorruptData("tokenizer_config.json is not a valid JSON object");
   }
   TokenizerSpec spec;
   spec.name = name;
@@ -109,7 +115,8 @@ StatusOr<TokenizerSpec> SpecFromHf(std::string_view text, std::string_view confi
     byte_level = true;
   }
   if (!byte_level) {
-    return Unsupported("only byte-level BPE tokenizer.json files are supported (no ByteLevel pre-tokenizer/decoder)");
+    return Unsupported(
+        "only byte-level BPE tokenizer.json files are supported (no ByteLevel pre-tokenizer/decoder)");
   }
   spec.model = TokenizerModel::kByteLevelBpe;
   if (spec.pre_regex.empty()) return Unsupported("byte-level BPE without a pre-tokenizer regex");
@@ -120,7 +127,8 @@ StatusOr<TokenizerSpec> SpecFromHf(std::string_view text, std::string_view confi
   SKIPKV_RETURN_IF_ERROR(ParseNormalizer(j.value("normalizer", json()), &spec));
 
   // Vocabulary: model.vocab plus added_tokens (which may extend or override it).
-  if (!model.contains("vocab") || !model["vocab"].is_object()) return CorruptData("model.vocab is missing or not an object");
+  if (!model.contains("vocab") || !model["vocab"].is_object())
+    return CorruptData("model.vocab is missing or not an object");
   const json& vocab = model["vocab"];
   const json added = j.value("added_tokens", json::array());
   if (!added.is_array()) return CorruptData("added_tokens is not an array");
@@ -145,8 +153,8 @@ StatusOr<TokenizerSpec> SpecFromHf(std::string_view text, std::string_view confi
   for (const auto& [piece, id] : vocab.items()) {
     const size_t i = static_cast<size_t>(id.get<int64_t>());
     if (spec.types[i] != TokenType::kUnused) {
-      return CorruptData("model.vocab gives id " + std::to_string(i) + " to both '" + spec.pieces[i] + "' and '" +
-                         piece + "'");
+      return CorruptData("model.vocab gives id " + std::to_string(i) + " to both '" + spec.pieces[i] +
+                         "' and '" + piece + "'");
     }
     spec.pieces[i] = piece;
     spec.types[i] = TokenType::kNormal;

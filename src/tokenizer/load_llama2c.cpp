@@ -26,7 +26,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromLlama2c(std::string_view byt
   size_t off = 4;
   while (off < bytes.size()) {
     const size_t id = spec.pieces.size();
-    if (bytes.size() - off < 8) return fail("token " + std::to_string(id) + " header truncated at offset " + std::to_string(off));
+    if (bytes.size() - off < 8)
+      return fail("token " + std::to_string(id) + " header truncated at offset " + std::to_string(off));
     float score;
     int32_t len;
     std::memcpy(&score, bytes.data() + off, 4);
@@ -37,8 +38,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromLlama2c(std::string_view byt
                   std::to_string(bytes.size() - off) + " bytes remain");
     }
     if (static_cast<uint32_t>(len) > max_len) {
-      return fail("token " + std::to_string(id) + " is " + std::to_string(len) + " bytes, over max_token_length " +
-                  std::to_string(max_len));
+      return fail("token " + std::to_string(id) + " is " + std::to_string(len) +
+                  " bytes, over max_token_length " + std::to_string(max_len));
     }
     std::string piece;
     for (char c : bytes.substr(off, len)) {
@@ -61,7 +62,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromLlama2c(std::string_view byt
     spec.scores.push_back(score);
     spec.types.push_back(type);
   }
-  if (spec.pieces.size() < 3) return fail("only " + std::to_string(spec.pieces.size()) + " tokens (need <unk>, BOS, EOS)");
+  if (spec.pieces.size() < 3)
+    return fail("only " + std::to_string(spec.pieces.size()) + " tokens (need <unk>, BOS, EOS)");
   spec.unk = 0;
   spec.bos = 1;
   spec.eos = 2;
@@ -80,7 +82,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromModelSource(const ModelSourc
     return FromHfJsonFile(src.tokenizer_json_path, src.tokenizer_config_path);
   }
   if (!src.metadata.Has("tokenizer.ggml.model")) {
-    return NotFound(src.path + ": the model has no tokenizer (no tokenizer.json and no tokenizer.ggml.* metadata)");
+    return NotFound(src.path +
+                    ": the model has no tokenizer (no tokenizer.json and no tokenizer.ggml.* metadata)");
   }
   SKIPKV_ASSIGN_OR_RETURN(auto tok, FromGguf(src.metadata, src.path));
   // R1-Distill-Qwen GGUFs carry their own specials; nothing more to do. A

@@ -45,9 +45,9 @@ StatusOr<std::unique_ptr<PreTokenizer>> PreTokenizer::Create(const std::string& 
   PCRE2_SIZE erroffset = 0;
   // UCP: \s \w \d and case-insensitive matching use Unicode properties, as in
   // fancy-regex. MATCH_INVALID_UTF: arbitrary bytes are a valid subject.
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(regex.data()), regex.size(),
-                                   PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &errcode,
-                                   &erroffset, nullptr);
+  pcre2_code* code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(regex.data()), regex.size(),
+                    PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &errcode, &erroffset, nullptr);
   if (code == nullptr) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(errcode, msg, sizeof(msg));

@@ -18,7 +18,8 @@ SpecialTokenMatcher::SpecialTokenMatcher(const TokenizerSpec& spec, const std::v
     chosen.emplace(spec.pieces[id], id);  // lower id wins by default
   }
   for (TokenId id : preferred) {
-    if (id >= 0 && id < static_cast<TokenId>(spec.pieces.size()) && is_special(id) && !spec.pieces[id].empty()) {
+    if (id >= 0 && id < static_cast<TokenId>(spec.pieces.size()) && is_special(id) &&
+        !spec.pieces[id].empty()) {
       chosen[spec.pieces[id]] = id;
     }
   }
@@ -40,7 +41,8 @@ void SpecialTokenMatcher::Split(std::string_view text, std::vector<Fragment>* ou
     const auto& cands = by_first_byte_[static_cast<uint8_t>(text[i])];
     const Entry* hit = nullptr;
     for (const Entry& e : cands) {
-      if (e.piece.size() <= text.size() - i && std::memcmp(text.data() + i, e.piece.data(), e.piece.size()) == 0) {
+      if (e.piece.size() <= text.size() - i &&
+          std::memcmp(text.data() + i, e.piece.data(), e.piece.size()) == 0) {
         hit = &e;
         break;
       }

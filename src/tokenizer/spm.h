@@ -20,8 +20,8 @@ namespace skipkv {
 class SpmModel {
  public:
   // `spec` and `piece_to_id` must outlive the model.
-  static StatusOr<std::unique_ptr<SpmModel>> Create(const TokenizerSpec& spec,
-                                                    const std::unordered_map<std::string, TokenId>* piece_to_id);
+  static StatusOr<std::unique_ptr<SpmModel>> Create(
+      const TokenizerSpec& spec, const std::unordered_map<std::string, TokenId>* piece_to_id);
 
   // Appends the ids of `text`, whose spaces are already U+2581.
   void Encode(std::string_view text, std::vector<TokenId>* out) const;

@@ -17,10 +17,14 @@ namespace skipkv {
 
 const char* PreTokenizerKindName(PreTokenizerKind k) {
   switch (k) {
-    case PreTokenizerKind::kGpt2: return "gpt-2";
-    case PreTokenizerKind::kLlama3: return "llama3";
-    case PreTokenizerKind::kQwen2: return "qwen2";
-    case PreTokenizerKind::kCustom: return "custom";
+    case PreTokenizerKind::kGpt2:
+      return "gpt-2";
+    case PreTokenizerKind::kLlama3:
+      return "llama3";
+    case PreTokenizerKind::kQwen2:
+      return "qwen2";
+    case PreTokenizerKind::kCustom:
+      return "custom";
   }
   return "?";
 }
@@ -50,8 +54,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec spec) {
   if (n > (1u << 30)) return CorruptData(spec.name + ": implausible vocabulary size " + std::to_string(n));
   if (spec.types.empty()) spec.types.assign(n, TokenType::kNormal);
   if (spec.types.size() != n) {
-    return CorruptData(spec.name + ": " + std::to_string(n) + " tokens but " + std::to_string(spec.types.size()) +
-                       " token types");
+    return CorruptData(spec.name + ": " + std::to_string(n) + " tokens but " +
+                       std::to_string(spec.types.size()) + " token types");
   }
   for (size_t i = 0; i < n; ++i) {
     if (static_cast<uint8_t>(spec.types[i]) > static_cast<uint8_t>(TokenType::kByte)) {
@@ -61,15 +65,15 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec spec) {
   }
   if (spec.model == TokenizerModel::kSentencePiece && spec.scores.empty()) spec.scores.assign(n, 0.0f);
   if (!spec.scores.empty() && spec.scores.size() != n) {
-    return CorruptData(spec.name + ": " + std::to_string(n) + " tokens but " + std::to_string(spec.scores.size()) +
-                       " scores");
+    return CorruptData(spec.name + ": " + std::to_string(n) + " tokens but " +
+                       std::to_string(spec.scores.size()) + " scores");
   }
   const std::pair<const char*, TokenId> ids[] = {
       {"bos", spec.bos}, {"eos", spec.eos}, {"unk", spec.unk}, {"pad", spec.pad}, {"eot", spec.eot}};
   for (const auto& [what, id] : ids) {
     if (id != kNoToken && (id < 0 || id >= static_cast<TokenId>(n))) {
-      return CorruptData(spec.name + ": " + what + " token id " + std::to_string(id) + " is outside the vocabulary (0.." +
-                         std::to_string(n - 1) + ")");
+      return CorruptData(spec.name + ": " + what + " token id " + std::to_string(id) +
+                         " is outside the vocabulary (0.." + std::to_string(n - 1) + ")");
     }
   }
   if (spec.add_bos && spec.bos == kNoToken) spec.add_bos = false;  // nothing to add
@@ -225,7 +229,8 @@ std::vector<TokenId> Tokenizer::Encode(std::string_view text, const EncodeOption
 StatusOr<std::string> Tokenizer::Decode(std::span<const TokenId> ids, const DecodeOptions& opts) const {
   std::string out;
   bool at_start = true;
-  const bool strip = opts.strip_space_prefix && spec_.model == TokenizerModel::kSentencePiece && spec_.add_space_prefix;
+  const bool strip =
+      opts.strip_space_prefix && spec_.model == TokenizerModel::kSentencePiece && spec_.add_space_prefix;
   for (size_t i = 0; i < ids.size(); ++i) {
     const TokenId id = ids[i];
     if (!IsValid(id)) {
@@ -304,7 +309,8 @@ Status Tokenizer::ApplyR1DistillQwenSpecials() {
   for (TokenId id = 0; id < vocab_size(); ++id) {
     if (id >= 151643 && id <= 151649) continue;
     for (const Special& s : kR1) {
-      if (spec_.pieces[id] == s.text && spec_.types[id] != TokenType::kNormal) spec_.types[id] = TokenType::kUnused;
+      if (spec_.pieces[id] == s.text && spec_.types[id] != TokenType::kNormal)
+        spec_.types[id] = TokenType::kUnused;
     }
   }
   for (const Special& s : kR1) {
@@ -323,7 +329,8 @@ Status Tokenizer::ApplyR1DistillQwenSpecials() {
 
 // ---------------------------------------------------------------------------
 
-StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tok, DecodeOptions opts) : tok_(tok), opts_(opts) {}
+StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tok, DecodeOptions opts)
+    : tok_(tok), opts_(opts) {}
 
 void StreamingDetokenizer::Reset() {
   pending_.clear();

@@ -42,7 +42,7 @@ enum class TokenType : uint8_t {
   kControl = 3,      // special tokens: BOS, EOS, <|im_start|>, <｜User｜>; skippable in Decode
   kUserDefined = 4,  // added tokens that are text (<think>); never skipped
   kUnused = 5,
-  kByte = 6,         // SPM byte-fallback pieces <0x00>..<0xFF>
+  kByte = 6,  // SPM byte-fallback pieces <0x00>..<0xFF>
 };
 
 enum class TokenizerModel { kByteLevelBpe, kSentencePiece };
@@ -59,9 +59,9 @@ struct TokenizerSpec {
   TokenizerModel model = TokenizerModel::kByteLevelBpe;
   // Byte-level BPE only.
   PreTokenizerKind pre = PreTokenizerKind::kGpt2;
-  std::string pre_regex;        // empty: PreTokenizerRegex(pre)
-  bool nfc = false;             // NFC-normalise text before pre-tokenizing
-  bool ignore_merges = false;   // emit a pre-token directly if it is a whole vocab piece
+  std::string pre_regex;       // empty: PreTokenizerRegex(pre)
+  bool nfc = false;            // NFC-normalise text before pre-tokenizing
+  bool ignore_merges = false;  // emit a pre-token directly if it is a whole vocab piece
   std::vector<std::pair<std::string, std::string>> merges;  // by rank, pieces in byte-level space
   // SentencePiece only.
   bool add_space_prefix = true;
@@ -99,7 +99,8 @@ class Tokenizer {
 
   // Loaders; each returns a clear Status for a missing or malformed field.
   // GGUF-style metadata: tokenizer.ggml.{model,pre,tokens,token_type,scores,merges,...}.
-  static StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufMetadata& md, const std::string& name = "gguf");
+  static StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufMetadata& md,
+                                                       const std::string& name = "gguf");
   // Hugging Face tokenizer.json (+ optional tokenizer_config.json for bos/eos/add_bos).
   static StatusOr<std::unique_ptr<Tokenizer>> FromHfJsonFile(const std::string& tokenizer_json_path,
                                                              const std::string& tokenizer_config_path = "");

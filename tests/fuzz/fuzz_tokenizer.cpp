@@ -53,7 +53,8 @@ void Exercise(const skipkv::Tokenizer& tok, const uint8_t* data, size_t size) {
   }
   (void)tok.Decode(rnd, {.skip_special = (mode & 4) != 0});
   skipkv::StreamingDetokenizer d(tok, {.skip_special = (mode & 4) != 0});
-  for (skipkv::TokenId id : rnd) Check(skipkv::utf8::IsValid(d.Push(id)), "detokenizer emitted invalid UTF-8");
+  for (skipkv::TokenId id : rnd)
+    Check(skipkv::utf8::IsValid(d.Push(id)), "detokenizer emitted invalid UTF-8");
   Check(skipkv::utf8::IsValid(d.Flush()), "detokenizer flush emitted invalid UTF-8");
 }
 
@@ -66,7 +67,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   if (bpe.ok()) {
     g_bpe = std::move(bpe).value();
   } else {
-    std::fprintf(stderr, "fuzz_tokenizer: no Qwen2 BPE (%s); run scripts/setup.sh. Fuzzing the SPM tokenizer only.\n",
+    std::fprintf(stderr,
+                 "fuzz_tokenizer: no Qwen2 BPE (%s); run scripts/setup.sh. Fuzzing the SPM tokenizer only.\n",
                  bpe.status().ToString().c_str());
   }
   auto spm = skipkv::Tokenizer::FromLlama2cFile(RepoPath("data/models/stories260K/tok512.bin"));

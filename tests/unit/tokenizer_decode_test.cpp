@@ -18,8 +18,8 @@ TEST(TokenizerUtf8, DecodeClassifiesSequences) {
   EXPECT_EQ(cp, 0x4F60u);
   EXPECT_EQ(len, 3u);
   EXPECT_EQ(utf8::Decode("\xE4\xBD", 2, &cp, &len), utf8::DecodeResult::kIncomplete);
-  EXPECT_EQ(utf8::Decode("\xC0\x80", 2, &cp, &len), utf8::DecodeResult::kInvalid);      // overlong
-  EXPECT_EQ(utf8::Decode("\xED\xA0\x80", 3, &cp, &len), utf8::DecodeResult::kInvalid);  // surrogate
+  EXPECT_EQ(utf8::Decode("\xC0\x80", 2, &cp, &len), utf8::DecodeResult::kInvalid);          // overlong
+  EXPECT_EQ(utf8::Decode("\xED\xA0\x80", 3, &cp, &len), utf8::DecodeResult::kInvalid);      // surrogate
   EXPECT_EQ(utf8::Decode("\xF4\x90\x80\x80", 4, &cp, &len), utf8::DecodeResult::kInvalid);  // > U+10FFFF
   EXPECT_EQ(utf8::Decode("\x80", 1, &cp, &len), utf8::DecodeResult::kInvalid);
   EXPECT_TRUE(utf8::IsValid("héllo 你好 🙂"));
@@ -100,7 +100,9 @@ TEST(TokenizerStreaming, TruncatedAndInvalidBytesBecomeReplacementChars) {
   StreamingDetokenizer d(*tok);
   EXPECT_EQ(d.Push(byte_id(0xE4)), "");
   EXPECT_EQ(d.Push(byte_id(0xBD)), "");
-  EXPECT_EQ(d.Push(byte_id('a')), "\xEF\xBF\xBD" "a");  // E4 BD cannot be completed by 'a'
+  EXPECT_EQ(d.Push(byte_id('a')),
+            "\xEF\xBF\xBD"
+            "a");  // E4 BD cannot be completed by 'a'
   EXPECT_EQ(d.Push(byte_id(0xF0)), "");
   EXPECT_EQ(d.Flush(), "\xEF\xBF\xBD");  // truncated at the end
   EXPECT_EQ(d.Push(kNoToken), "");       // unknown ids are ignored

@@ -54,7 +54,7 @@ TEST(TokenizerBpe, LongPreTokenIsNotQuadratic) {
 
 TEST(TokenizerBpe, SpecialTokensLeftmostLongest) {
   TokenizerSpec s = TinyBpe({});
-  s.pieces.push_back("<a>");  // 256
+  s.pieces.push_back("<a>");   // 256
   s.pieces.push_back("<a>b");  // 257
   s.types.assign(s.pieces.size(), TokenType::kNormal);
   s.types[256] = TokenType::kControl;
@@ -96,27 +96,30 @@ TEST(TokenizerErrors, CorruptTokenizerJson) {
       R"({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
           "decoder": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2})";
   // Missing merges.
-  ExpectError(Tokenizer::FromHfJson(head + "}}", "", "t.json").status(), StatusCode::kCorruptData, "model.merges");
+  ExpectError(Tokenizer::FromHfJson(head + "}}", "", "t.json").status(), StatusCode::kCorruptData,
+              "model.merges");
   // Merges of the wrong shape / type.
-  ExpectError(Tokenizer::FromHfJson(head + R"(, "merges": [42]}})", "", "t.json").status(), StatusCode::kCorruptData,
-              "merges[0]");
+  ExpectError(Tokenizer::FromHfJson(head + R"(, "merges": [42]}})", "", "t.json").status(),
+              StatusCode::kCorruptData, "merges[0]");
   ExpectError(Tokenizer::FromHfJson(head + R"(, "merges": ["ab"]}})", "", "t.json").status(),
               StatusCode::kCorruptData, "'ab'");
   // A vocab id of the wrong type.
-  ExpectError(Tokenizer::FromHfJson(R"({"decoder": {"type": "ByteLevel"}, "pre_tokenizer": {"type": "ByteLevel"},
-                                       "model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []}})",
-                                    "", "t.json")
-                  .status(),
-              StatusCode::kCorruptData, "not an integer id");
-  // Wrong JSON type deep inside (pattern not an object) is caught, not thrown.
-  ExpectError(Tokenizer::FromHfJson(R"({"pre_tokenizer": {"type": "Split", "pattern": 5}, "model": {"type": "BPE"}})",
-                                    "", "t.json")
-                  .status(),
-              StatusCode::kCorruptData, "t.json");
-  // A config naming a token that does not exist.
   ExpectError(
-      Tokenizer::FromHfJson(head + R"(, "merges": ["a b"]}})", R"({"eos_token": "<nope>"})", "t.json").status(),
-      StatusCode::kCorruptData, "<nope>");
+      Tokenizer::FromHfJson(R"({"decoder": {"type": "ByteLevel"}, "pre_tokenizer": {"type": "ByteLevel"},
+                                       "model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []}})",
+                            "", "t.json")
+          .status(),
+      StatusCode::kCorruptData, "not an integer id");
+  // Wrong JSON type deep inside (pattern not an object) is caught, not thrown.
+  ExpectError(
+      Tokenizer::FromHfJson(R"({"pre_tokenizer": {"type": "Split", "pattern": 5}, "model": {"type": "BPE"}})",
+                            "", "t.json")
+          .status(),
+      StatusCode::kCorruptData, "t.json");
+  // A config naming a token that does not exist.
+  ExpectError(Tokenizer::FromHfJson(head + R"(, "merges": ["a b"]}})", R"({"eos_token": "<nope>"})", "t.json")
+                  .status(),
+              StatusCode::kCorruptData, "<nope>");
   // The well-formed file loads; bytes without a piece (and no unk) are dropped.
   auto ok = Tokenizer::FromHfJson(head + R"(, "merges": ["a b"]}})", "", "t.json");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
@@ -161,16 +164,18 @@ TEST(TokenizerErrors, GgufMetadataProblems) {
 }
 
 TEST(TokenizerErrors, TruncatedLlama2cTokenizer) {
-  ExpectError(Tokenizer::FromLlama2c(std::string_view("\x07\x00", 2), "tok.bin").status(), StatusCode::kCorruptData,
-              "no header");
+  ExpectError(Tokenizer::FromLlama2c(std::string_view("\x07\x00", 2), "tok.bin").status(),
+              StatusCode::kCorruptData, "no header");
   std::string img("\x07\x00\x00\x00", 4);
   const float score = 0.f;
   const int32_t len = 100;  // more bytes than remain
   img.append(reinterpret_cast<const char*>(&score), 4);
   img.append(reinterpret_cast<const char*>(&len), 4);
   img.append("abc");
-  ExpectError(Tokenizer::FromLlama2c(img, "tok.bin").status(), StatusCode::kCorruptData, "token 0 has length 100");
-  ExpectError(Tokenizer::FromLlama2cFile("/nonexistent/tok.bin").status(), StatusCode::kIoError, "/nonexistent");
+  ExpectError(Tokenizer::FromLlama2c(img, "tok.bin").status(), StatusCode::kCorruptData,
+              "token 0 has length 100");
+  ExpectError(Tokenizer::FromLlama2cFile("/nonexistent/tok.bin").status(), StatusCode::kIoError,
+              "/nonexistent");
 }
 
 }  // namespace

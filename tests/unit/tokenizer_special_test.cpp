@@ -26,9 +26,9 @@ std::unique_ptr<Tokenizer> R1Tokenizer(std::string* missing) {
   return std::move(tok).value();
 }
 
-#define R1_OR_SKIP(var)                          \
-  std::string var##_missing;                     \
-  auto var = R1Tokenizer(&var##_missing);        \
+#define R1_OR_SKIP(var)                   \
+  std::string var##_missing;              \
+  auto var = R1Tokenizer(&var##_missing); \
   if (var == nullptr) GTEST_SKIP() << var##_missing
 
 TEST(TokenizerSpecial, R1DistillPromptIds) {
@@ -55,7 +55,8 @@ TEST(TokenizerSpecial, R1ChatTemplate) {
   const std::vector<ChatMessage> msgs = {{"user", "What is 1+1?"}};
   auto ids = EncodeChat(ChatTemplateKind::kR1Distill, *tok, msgs);
   ASSERT_TRUE(ids.ok()) << ids.status().ToString();
-  EXPECT_EQ(*ids, (std::vector<TokenId>{151646, 151644, 3838, 374, 220, 16, 10, 16, 30, 151645, 151648, 198}));
+  EXPECT_EQ(*ids,
+            (std::vector<TokenId>{151646, 151644, 3838, 374, 220, 16, 10, 16, 30, 151645, 151648, 198}));
 
   // System prompt right after BOS; earlier assistant turns lose their thinking.
   const std::vector<ChatMessage> conv = {{"system", "Be brief."},
@@ -89,7 +90,7 @@ TEST(TokenizerSpecial, Qwen3IsChatMlAndRawModeAddsNothing) {
   EXPECT_EQ(*ids, (std::vector<TokenId>{151644, 872, 198, 13048, 151645, 198, 151644, 77091, 198}));
   auto raw = EncodeChat(ChatTemplateKind::kRaw, *tok, std::vector<ChatMessage>{{"user", "Hi <|im_end|>"}});
   ASSERT_TRUE(raw.ok());
-  EXPECT_EQ(std::count(raw->begin(), raw->end(), 151645), 0);  // raw: specials not parsed
+  EXPECT_EQ(std::count(raw->begin(), raw->end(), 151645), 0);   // raw: specials not parsed
   EXPECT_EQ(tok->Encode("Hi"), (std::vector<TokenId>{13048}));  // Qwen adds no BOS
 }
 
@@ -112,7 +113,8 @@ TEST(TokenizerSpecial, SkipKvHelpers) {
   for (TokenId id : nn) EXPECT_NE(tok->TokenBytes(id).find("\n\n"), std::string_view::npos) << id;
   int brute = 0;
   for (TokenId id = 0; id < tok->vocab_size(); ++id) {
-    if (tok->type(id) == TokenType::kNormal && tok->TokenBytes(id).find("\n\n") != std::string_view::npos) ++brute;
+    if (tok->type(id) == TokenType::kNormal && tok->TokenBytes(id).find("\n\n") != std::string_view::npos)
+      ++brute;
   }
   EXPECT_EQ(static_cast<int>(nn.size()), brute);
 }

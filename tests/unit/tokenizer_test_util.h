@@ -19,7 +19,9 @@
 
 namespace skipkv::testing {
 
-inline std::string TokData(const std::string& f) { return std::string(SKIPKV_TEST_DATA_DIR) + "/tokenizer/" + f; }
+inline std::string TokData(const std::string& f) {
+  return std::string(SKIPKV_TEST_DATA_DIR) + "/tokenizer/" + f;
+}
 inline std::string NpmJson(const std::string& pkg) {
   return std::string(SKIPKV_DEPS_DIR) + "/npm/" + pkg + "/models/tokenizer.json";
 }
@@ -47,9 +49,9 @@ inline const Tokenizer* NpmTokenizer(const std::string& pkg, std::string* missin
   return (cache[pkg] = std::move(tok).value()).get();
 }
 
-#define SKIPKV_NPM_TOKENIZER_OR_SKIP(var, pkg)                         \
-  std::string var##_missing;                                           \
-  const ::skipkv::Tokenizer* var = NpmTokenizer(pkg, &var##_missing);  \
+#define SKIPKV_NPM_TOKENIZER_OR_SKIP(var, pkg)                        \
+  std::string var##_missing;                                          \
+  const ::skipkv::Tokenizer* var = NpmTokenizer(pkg, &var##_missing); \
   if (var == nullptr) GTEST_SKIP() << var##_missing
 
 // llama.cpp's test-tokenizer-0 format: the .inp file is the test strings,

@@ -105,7 +105,8 @@ TEST(TokenizerVectors, Qwen2NormalisesToNfc) {
   const std::string decomposed = "cafe\xCC\x81 nai\xCC\x88ve";
   EXPECT_EQ(qwen->Encode(decomposed), qwen->Encode(composed));
   EXPECT_EQ(*qwen->Decode(qwen->Encode(decomposed)), composed);
-  EXPECT_NE(llama3->Encode(decomposed, {.add_special = false}), llama3->Encode(composed, {.add_special = false}));
+  EXPECT_NE(llama3->Encode(decomposed, {.add_special = false}),
+            llama3->Encode(composed, {.add_special = false}));
   EXPECT_EQ(*llama3->Decode(llama3->Encode(decomposed, {.add_special = false})), decomposed);
   // Invalid bytes next to a decomposed sequence: the valid runs are normalised,
   // the bad byte passes through.
