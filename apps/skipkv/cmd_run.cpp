@@ -3,6 +3,7 @@
 // summary (tokens, speed, KV memory, compressions) to stderr. Several -p
 // options (or --prompts FILE) make several requests that run together under
 // the continuous-batching (ragged) or padded scheduler.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -203,6 +204,16 @@ int RunGenerate(RunOptions o) {
     }
     std::fprintf(stderr, " %s, %s\n", o.kv_type.c_str(), o.pad_policy.c_str());
     for (const GenerationResult& r : *results) PrintSummary(r, results->size());
+    if (results->size() > 1) {
+      size_t generated = 0;
+      double wall_ms = 0;
+      for (const GenerationResult& r : *results) {
+        generated += r.tokens.size();
+        wall_ms = std::max(wall_ms, r.timings.total_ms);
+      }
+      std::fprintf(stderr, "total: %zu requests, %zu tokens generated in %.1f ms (%.1f tok/s aggregate)\n",
+                   results->size(), generated, wall_ms, wall_ms > 0 ? generated / (wall_ms / 1000.0) : 0.0);
+    }
   }
   return 0;
 }
