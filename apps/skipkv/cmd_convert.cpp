@@ -8,10 +8,13 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "command_registry.h"
 #include "io/hf_vocab.h"
 #include "io/model_source.h"
 #include "io/model_writer.h"
+#include "util/mapped_file.h"
 
 namespace skipkv::cli {
 namespace {
@@ -31,19 +34,36 @@ int Fail(const Status& st) {
   return 1;
 }
 
+// Embeds a Hugging Face directory's tokenizer.json as GGUF gpt2 metadata:
+// pre-tokenizer by architecture (llama -> "llama-bpe", qwen2 -> "qwen2"),
+// padded to <arch>.vocab_size, add_bos_token from tokenizer_config.json.
+Status AddHfTokenizer(const ConvertOptions& o, ModelSource* src) {
+  SKIPKV_ASSIGN_OR_RETURN(std::string arch, src->metadata.GetString("general.architecture"));
+  SKIPKV_ASSIGN_OR_RETURN(int64_t vocab, src->metadata.GetIntOr(arch + ".vocab_size", 0));
+  Gpt2VocabOptions vo;
+  if (o.r1_specials) {
+    vo = R1DistillQwenVocabOptions(vocab);
+  } else {
+    vo.vocab_size = vocab;
+    vo.pre = arch == "llama" ? "llama-bpe" : "qwen2";
+    if (!src->tokenizer_config_path.empty()) {
+      SKIPKV_ASSIGN_OR_RETURN(std::string text, ReadFileToString(src->tokenizer_config_path));
+      const nlohmann::json cfg = nlohmann::json::parse(text, nullptr, false);
+      if (cfg.is_object() && cfg.contains("add_bos_token") && cfg["add_bos_token"].is_boolean()) {
+        vo.add_bos = cfg["add_bos_token"].get<bool>();
+      }
+    }
+  }
+  return AddGpt2TokenizerMetadata(src->tokenizer_json_path, vo, &src->metadata);
+}
+
 int Run(const ConvertOptions& o) {
   auto m = OpenModel(o.input, o.tokenizer);
   if (!m.ok()) return Fail(m.status());
   ModelSource& src = **m;
   if (src.format == ModelFormat::kHuggingFace && !src.tokenizer_json_path.empty() &&
       !src.metadata.Has("tokenizer.ggml.tokens")) {
-    const int64_t vocab = src.metadata.GetIntOr(*src.metadata.GetStringOr("general.architecture", "") + ".vocab_size", 0)
-                              .ok()
-                              ? *src.metadata.GetIntOr(*src.metadata.GetStringOr("general.architecture", "") + ".vocab_size", 0)
-                              : 0;
-    Gpt2VocabOptions vo = o.r1_specials ? R1DistillQwenVocabOptions(vocab) : Gpt2VocabOptions{};
-    if (!o.r1_specials) vo.vocab_size = vocab;
-    const Status st = AddGpt2TokenizerMetadata(src.tokenizer_json_path, vo, &src.metadata);
+    const Status st = AddHfTokenizer(o, &src);
     if (!st.ok()) return Fail(st);
   }
   GgufExportOptions opts;

@@ -106,7 +106,14 @@ Status MakeRandomModel(const MakeModelOptions& opts) {
   md.Set(a + "vocab_size", GgufValue::U32(s.vocab));
 
   if (s.arch == "qwen2") {
-    const std::string tok = opts.tokenizer_path.empty() ? kDefaultQwenTokenizerJson : opts.tokenizer_path;
+    std::string tok = opts.tokenizer_path;
+    if (tok.empty()) {  // the default: relative to the working directory, else to the source tree
+      tok = kDefaultQwenTokenizerJson;
+#ifdef SKIPKV_SOURCE_DIR
+      const std::string in_tree = std::string(SKIPKV_SOURCE_DIR) + "/" + kDefaultQwenTokenizerJson;
+      if (!std::filesystem::exists(tok) && std::filesystem::exists(in_tree)) tok = in_tree;
+#endif
+    }
     if (!std::filesystem::exists(tok)) {
       return NotFound("tokenizer.json '" + tok + "' not found (run scripts/setup.sh, or pass --tokenizer PATH)");
     }

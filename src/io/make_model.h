@@ -50,7 +50,8 @@ struct MakeModelOptions {
 // head size) and writes the model, streaming tensor by tensor.
 Status MakeRandomModel(const MakeModelOptions& opts);
 
-// The default tokenizer.json for qwen2 presets, relative to the repository root.
+// The default tokenizer.json for qwen2 presets: relative to the working
+// directory, else to the source tree skipkv was built from.
 inline constexpr const char* kDefaultQwenTokenizerJson = ".deps/npm/tokenizer-qwen3/models/tokenizer.json";
 
 }  // namespace skipkv
