@@ -3,9 +3,11 @@
 // ne[0] = row length). Norm weights and biases become f32 vectors.
 #include "model/model.h"
 
+
 #include <string>
 
 #include "tensor/dtype.h"
+#include "tensor/quant.h"
 #include "util/fp16.h"
 
 namespace skipkv {
@@ -78,23 +80,12 @@ class Binder {
                              ShapeOf({n}) + " (" + what + ")");
     }
     if (t.data == nullptr) return InvalidArgument("tensor '" + t.name + "' has no data");
-    std::vector<float> out(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      switch (t.type) {
-        case DType::kF32:
-          out[i] = reinterpret_cast<const float*>(t.data)[i];
-          break;
-        case DType::kF16:
-          out[i] = F16ToF32(reinterpret_cast<const f16_t*>(t.data)[i]);
-          break;
-        case DType::kBF16:
-          out[i] = BF16ToF32(reinterpret_cast<const bf16_t*>(t.data)[i]);
-          break;
-        default:
-          return Unsupported("tensor '" + t.name + "' has type " + DTypeName(t.type) +
-                             "; norm weights and biases must be f32, f16 or bf16");
-      }
+    if (t.type != DType::kF32 && t.type != DType::kF16 && t.type != DType::kBF16) {
+      return Unsupported("tensor '" + t.name + "' has type " + DTypeName(t.type) +
+                         "; norm weights and biases must be f32, f16 or bf16");
     }
+    std::vector<float> out(static_cast<size_t>(n));
+    DequantizeRow(t.type, t.data, out.data(), n);
     return out;
   }
 

@@ -2,11 +2,13 @@
 // validation. Loaders for other formats map onto these same keys.
 #include "model/model_config.h"
 
+
 #include <cmath>
 #include <numbers>
 #include <sstream>
 
 #include "tensor/dtype.h"
+#include "tensor/quant.h"
 #include "util/fp16.h"
 
 namespace skipkv {
@@ -79,23 +81,11 @@ float Llama3Divisor(const kernels::RopeParams& p, int i, int rot_dim) {
 
 // Reads rope_freqs.weight (llama.cpp's encoding of Llama-3 scaling) as f32.
 StatusOr<std::vector<float>> ReadF32Vector(const TensorView& t) {
-  std::vector<float> out(static_cast<size_t>(t.NumElements()));
-  for (size_t i = 0; i < out.size(); ++i) {
-    switch (t.type) {
-      case DType::kF32:
-        out[i] = reinterpret_cast<const float*>(t.data)[i];
-        break;
-      case DType::kF16:
-        out[i] = F16ToF32(reinterpret_cast<const f16_t*>(t.data)[i]);
-        break;
-      case DType::kBF16:
-        out[i] = BF16ToF32(reinterpret_cast<const bf16_t*>(t.data)[i]);
-        break;
-      default:
-        return Unsupported("tensor '" + t.name + "' has type " + DTypeName(t.type) +
-                           "; expected f32, f16 or bf16");
-    }
+  if (t.type != DType::kF32 && t.type != DType::kF16 && t.type != DType::kBF16) {
+    return Unsupported("tensor '" + t.name + "' has type " + DTypeName(t.type) + "; expected f32, f16 or bf16");
   }
+  std::vector<float> out(static_cast<size_t>(t.NumElements()));
+  DequantizeRow(t.type, t.data, out.data(), t.NumElements());
   return out;
 }
 
