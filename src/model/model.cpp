@@ -8,7 +8,6 @@
 
 #include "tensor/dtype.h"
 #include "tensor/quant.h"
-#include "util/fp16.h"
 
 namespace skipkv {
 

@@ -9,7 +9,6 @@
 
 #include "tensor/dtype.h"
 #include "tensor/quant.h"
-#include "util/fp16.h"
 
 namespace skipkv {
 
