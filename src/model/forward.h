@@ -152,8 +152,8 @@ class ForwardPass {
   std::vector<const SequenceKvCache*> caches_seen_;  // duplicate-cache check
 };
 
-// Appends `depth` synthetic tokens (random post-RoPE-like K/V rows drawn from
-// N(0, 1) with a fixed seed, gen_pos continuing after the cache's last slot,
+// Appends `depth` synthetic tokens (random post-RoPE-like K/V rows (uniform with
+// mean 0 and variance 1, from a fixed seed), gen_pos continuing after the cache's last slot,
 // all valid) to every layer of `cache`, for benchmarks of attention and
 // eviction at a given depth without running a prefill.
 Status FillSyntheticKv(SequenceKvCache& cache, int64_t depth, uint64_t seed);
