@@ -111,7 +111,9 @@ class Bench {
     std::vector<std::unique_ptr<KvCompressor>> compressors;
     for (int s = 0; s < n_seqs; ++s) {
       const int64_t filled = policy ? std::min<int64_t>(depth, kv_.budget) : depth;
-      const int64_t capacity = policy ? CacheCapacity(kv_, depth) : SequenceKvCache::kUnbounded;
+      // A policy's cache is bounded by B + Δt however deep the generation
+      // (the depth came from decoding, not from a long prompt).
+      const int64_t capacity = policy ? CacheCapacity(kv_, filled) : SequenceKvCache::kUnbounded;
       caches.push_back(std::make_unique<SequenceKvCache>(shape, filled + steps, capacity));
       if (filled > 0) SKIPKV_RETURN_IF_ERROR(FillSyntheticKv(*caches.back(), filled, seed + s));
       if (policy) {
