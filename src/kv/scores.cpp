@@ -73,9 +73,11 @@ void TileGeneric(const float* a, int64_t lda, const float* panel, int d, float* 
 }
 
 #ifdef SKIPKV_KV_X86
-__attribute__((target("avx2,fma"))) void TileAvx2(const float* a, int64_t lda, const float* panel, int d,
-                                                  float* tile) {
-  __m256 c[kMr][2];
+// c[i][0..1] = Σ_k a[i·lda + k] · panel[k·kNr + 0..15], k in order: the
+// register-resident core shared by TileAvx2 and GramRowBlockAvx2.
+__attribute__((target("avx2,fma"), always_inline)) inline void AccumulateTileAvx2(const float* a, int64_t lda,
+                                                                                  const float* panel, int d,
+                                                                                  __m256 (&c)[kMr][2]) {
   for (int i = 0; i < kMr; ++i) c[i][0] = c[i][1] = _mm256_setzero_ps();
   for (int k = 0; k < d; ++k) {
     const __m256 b0 = _mm256_loadu_ps(panel + k * kNr);
@@ -86,6 +88,12 @@ __attribute__((target("avx2,fma"))) void TileAvx2(const float* a, int64_t lda, c
       c[i][1] = _mm256_fmadd_ps(ai, b1, c[i][1]);
     }
   }
+}
+
+__attribute__((target("avx2,fma"))) void TileAvx2(const float* a, int64_t lda, const float* panel, int d,
+                                                  float* tile) {
+  __m256 c[kMr][2];
+  AccumulateTileAvx2(a, lda, panel, d, c);
   for (int i = 0; i < kMr; ++i) {
     _mm256_storeu_ps(tile + i * kNr, c[i][0]);
     _mm256_storeu_ps(tile + i * kNr + 8, c[i][1]);
@@ -218,16 +226,7 @@ __attribute__((target("avx2,fma"))) void GramRowBlockAvx2(const float* kn, int64
       continue;
     }
     __m256 c[kMr][2];
-    for (int i = 0; i < kMr; ++i) c[i][0] = c[i][1] = _mm256_setzero_ps();
-    for (int k = 0; k < d; ++k) {
-      const __m256 b0 = _mm256_loadu_ps(panel + k * kNr);
-      const __m256 b1 = _mm256_loadu_ps(panel + k * kNr + 8);
-      for (int i = 0; i < kMr; ++i) {
-        const __m256 ai = _mm256_broadcast_ss(a + i * d + k);
-        c[i][0] = _mm256_fmadd_ps(ai, b0, c[i][0]);
-        c[i][1] = _mm256_fmadd_ps(ai, b1, c[i][1]);
-      }
-    }
+    AccumulateTileAvx2(a, d, panel, d, c);
     // Column sums (fixed order over rows), row sums, threshold masks.
     __m256 cs0 = c[0][0], cs1 = c[0][1];
     int mask[kMr];
