@@ -32,6 +32,16 @@ namespace hn = hwy::HWY_NAMESPACE;
 #else
 #define SKIPKV_X86_INT8 0
 #endif
+// AVX3_DL implies AVX512_VNNI (Highway's CPU check), but Highway 1.0.3's
+// target string only names the VEX "avxvnni"; add the EVEX one for this pass
+// (GCC; other compilers use the AVX3 code path on AVX3_DL).
+#undef SKIPKV_VNNI
+#if HWY_TARGET == HWY_AVX3_DL && HWY_COMPILER_GCC_ACTUAL
+#define SKIPKV_VNNI 1
+#pragma GCC target("avx512vnni")
+#else
+#define SKIPKV_VNNI 0
+#endif
 
 constexpr int kMaxTok = 4;  // tokens per register tile
 
@@ -605,6 +615,8 @@ HWY_INLINE void Q6_KRowDot(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_
 #endif
 }
 
+#include "kernels/matmul_vnni-inl.h"
+
 // ---- Row-range driver -----------------------------------------------------------
 
 // One quantised weight row against tokens [t0, t0 + NT).
@@ -624,6 +636,16 @@ void RowTile(const MatArgs& a, int64_t r, int64_t t0) {
       Q4_0RowDot<NT>(reinterpret_cast<const BlockQ4_0*>(wrow), reinterpret_cast<const ActQ8* const*>(act),
                      a.in / 32, out);
       break;
+#if SKIPKV_VNNI
+    case DType::kQ4_K:
+      Q4_KRowDotVnni<NT>(reinterpret_cast<const BlockQ4_K*>(wrow), reinterpret_cast<const BlockQ8_K* const*>(act),
+                         a.in / kQK_K, out);
+      break;
+    case DType::kQ6_K:
+      Q6_KRowDotVnni<NT>(reinterpret_cast<const BlockQ6_K*>(wrow), reinterpret_cast<const BlockQ8_K* const*>(act),
+                         a.in / kQK_K, out);
+      break;
+#else
     case DType::kQ4_K:
       Q4_KRowDot<NT>(reinterpret_cast<const BlockQ4_K*>(wrow), reinterpret_cast<const BlockQ8_K* const*>(act),
                      a.in / kQK_K, out);
@@ -632,12 +654,58 @@ void RowTile(const MatArgs& a, int64_t r, int64_t t0) {
       Q6_KRowDot<NT>(reinterpret_cast<const BlockQ6_K*>(wrow), reinterpret_cast<const BlockQ8_K* const*>(act),
                      a.in / kQK_K, out);
       break;
+#endif
     default:
       SKIPKV_CHECK_MSG(false, "MatRows: unsupported weight type");
   }
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) a.y[(t0 + t) * a.y_stride + r] = out[t];
 }
+
+#if SKIPKV_VNNI
+// Q8_0 rows [r, r + NR) against tokens [t0, t0 + NT).
+template <int NR, int NT>
+void Q8_0Tile(const MatArgs& a, int64_t r, int64_t t0) {
+  const BlockQ8_0* w[NR];
+  const ActQ8* x[NT];
+  SKIPKV_UNROLL
+  for (int i = 0; i < NR; ++i) {
+    w[i] = reinterpret_cast<const BlockQ8_0*>(a.w + static_cast<size_t>(r + i) * a.w_row_bytes);
+  }
+  SKIPKV_UNROLL
+  for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const ActQ8*>(a.act + static_cast<size_t>(t0 + t) * a.act_row_bytes);
+  float out[NR * NT];
+  Q8_0TileVnni<NR, NT>(w, x, a.in / 32, out);
+  SKIPKV_UNROLL
+  for (int i = 0; i < NR; ++i) {
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) a.y[(t0 + t) * a.y_stride + r + i] = out[i * NT + t];
+  }
+}
+template <int NR>
+void Q8_0TokenRange(const MatArgs& a, int64_t r, int64_t tb, int64_t te) {
+  int64_t t = tb;
+  for (; t + 4 <= te; t += 4) Q8_0Tile<NR, 4>(a, r, t);
+  switch (te - t) {
+    case 3: Q8_0Tile<NR, 3>(a, r, t); break;
+    case 2: Q8_0Tile<NR, 2>(a, r, t); break;
+    case 1: Q8_0Tile<NR, 1>(a, r, t); break;
+    default: break;
+  }
+}
+// Rows in groups of 4 x tokens in groups of 4 (16 zmm accumulators).
+void Q8_0RowsVnni(const MatArgs& a, int64_t r0, int64_t r1) {
+  constexpr int64_t kTokBlock = 32;
+  for (int64_t tb = 0; tb < a.n; tb += kTokBlock) {
+    const int64_t te = std::min(a.n, tb + kTokBlock);
+    int64_t r = r0;
+    if (te - tb >= 4) {
+      for (; r + 4 <= r1; r += 4) Q8_0TokenRange<4>(a, r, tb, te);
+    }
+    for (; r < r1; ++r) Q8_0TokenRange<1>(a, r, tb, te);
+  }
+}
+#endif
 
 // Rows [r0, r1) for all tokens. Tokens are processed in blocks (whose
 // activations stay in L2) and, inside a block, 4 at a time per weight row
@@ -647,6 +715,9 @@ void MatRowsT(const MatArgs& a, int64_t r0, int64_t r1) {
     case DType::kF32: return FloatRows<float>(a, r0, r1);
     case DType::kF16: return FloatRows<f16_t>(a, r0, r1);
     case DType::kBF16: return FloatRows<Bf16Tag>(a, r0, r1);
+#if SKIPKV_VNNI
+    case DType::kQ8_0: return Q8_0RowsVnni(a, r0, r1);
+#endif
     default: break;
   }
   constexpr int64_t kTokBlock = 32;
