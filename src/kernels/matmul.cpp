@@ -707,6 +707,31 @@ void Q8_0RowsVnni(const MatArgs& a, int64_t r0, int64_t r1) {
 }
 #endif
 
+#if SKIPKV_VNNI
+// K-quant rows one at a time against up to 8 tokens: the unpacked quants and
+// scales of a row block (8 zmm) are reused by 8 token accumulators.
+void KQuantRowsVnni(const MatArgs& a, int64_t r0, int64_t r1) {
+  constexpr int64_t kTokBlock = 32;
+  for (int64_t tb = 0; tb < a.n; tb += kTokBlock) {
+    const int64_t te = std::min(a.n, tb + kTokBlock);
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t t = tb;
+      for (; t + 8 <= te; t += 8) RowTile<8>(a, r, t);
+      switch (te - t) {
+        case 7: RowTile<7>(a, r, t); break;
+        case 6: RowTile<6>(a, r, t); break;
+        case 5: RowTile<5>(a, r, t); break;
+        case 4: RowTile<4>(a, r, t); break;
+        case 3: RowTile<3>(a, r, t); break;
+        case 2: RowTile<2>(a, r, t); break;
+        case 1: RowTile<1>(a, r, t); break;
+        default: break;
+      }
+    }
+  }
+}
+#endif
+
 // Rows [r0, r1) for all tokens. Tokens are processed in blocks (whose
 // activations stay in L2) and, inside a block, 4 at a time per weight row
 // (int8 types; float types tile rows too, see FloatRows).
@@ -717,6 +742,8 @@ void MatRowsT(const MatArgs& a, int64_t r0, int64_t r1) {
     case DType::kBF16: return FloatRows<Bf16Tag>(a, r0, r1);
 #if SKIPKV_VNNI
     case DType::kQ8_0: return Q8_0RowsVnni(a, r0, r1);
+    case DType::kQ4_K:
+    case DType::kQ6_K: return KQuantRowsVnni(a, r0, r1);
 #endif
     default: break;
   }

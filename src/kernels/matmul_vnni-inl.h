@@ -87,19 +87,17 @@ HWY_INLINE void Q8_0TileVnni(const BlockQ8_0* const* w, const ActQ8* const* a, i
 template <int NT>
 HWY_INLINE void Q4_KRowDotVnni(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
   __m512 acc[NT];
-  __m128 accm[NT];
   SKIPKV_UNROLL
-  for (int t = 0; t < NT; ++t) {
-    acc[t] = _mm512_setzero_ps();
-    accm[t] = _mm_setzero_ps();
-  }
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const __m512i lo4 = _mm512_set1_epi8(0x0f);
   const __m512i nibble_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-  // permutexvar indices: i16 lanes 0..15 <- scale 2j, 16..31 <- scale 2j+1.
+  // pshufb controls on 8 scales (i16) repeated in every 128-bit lane: the
+  // low 256 bits take scale 2j, the high 256 bits scale 2j + 1.
   __m512i pick[4];
   for (int j = 0; j < 4; ++j) {
-    pick[j] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(static_cast<int16_t>(2 * j))),
-                                 _mm256_set1_epi16(static_cast<int16_t>(2 * j + 1)), 1);
+    pick[j] = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_set1_epi16(static_cast<int16_t>(((4 * j + 1) << 8) | (4 * j)))),
+        _mm256_set1_epi16(static_cast<int16_t>(((4 * j + 3) << 8) | (4 * j + 2))), 1);
   }
   for (int64_t b = 0; b < nb; ++b) {
     const float d = F16Scalar(w[b].d), dmin = F16Scalar(w[b].dmin);
@@ -114,32 +112,33 @@ HWY_INLINE void Q4_KRowDotVnni(const BlockQ4_K* w, const BlockQ8_K* const* a, in
     u[0] &= kM1;
     const __m256i sm16 = _mm256_cvtepu8_epi16(_mm_set_epi32(u[3], u[2], u[1], u[0]));
     const __m128i mins16 = _mm256_extracti128_si256(sm16, 1);
-    const __m512i scales16 = _mm512_castsi256_si512(sm16);  // lanes 0..7: scales
+    const __m512i scales16 = _mm512_broadcast_i32x4(_mm256_castsi256_si128(sm16));
     __m512i q[4], s[4];
     SKIPKV_UNROLL
     for (int j = 0; j < 4; ++j) {
       const __m512i raw = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * j)));
       q[j] = _mm512_and_si512(_mm512_srlv_epi16(raw, nibble_shift), lo4);
-      s[j] = _mm512_permutexvar_epi16(pick[j], scales16);
+      s[j] = _mm512_shuffle_epi8(scales16, pick[j]);
     }
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       const BlockQ8_K& y = a[t][b];
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums));
-      const __m128i bs32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-      const __m128 pm = _mm_cvtepi32_ps(_mm_madd_epi16(mins16, bs32));
-      accm[t] = _mm_fmadd_ps(_mm_set1_ps(dmin * y.d), pm, accm[t]);
       __m512i sumi = _mm512_setzero_si512();
       SKIPKV_UNROLL
       for (int j = 0; j < 4; ++j) {
         const __m512i p = _mm512_maddubs_epi16(q[j], _mm512_loadu_si512(y.qs + 64 * j));
         sumi = _mm512_dpwssd_epi32(sumi, p, s[j]);
       }
+      // Mins: bsums (16 x i16) -> sums per 32-element sub-block (8 x i16) . mins -> 4 x i32.
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums));
+      const __m128i bs32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      const __m512 pm = _mm512_cvtepi32_ps(_mm512_zextsi128_si512(_mm_madd_epi16(mins16, bs32)));
       acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(d * y.d), _mm512_cvtepi32_ps(sumi), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_set1_ps(dmin * y.d), pm, acc[t]);
     }
   }
   SKIPKV_UNROLL
-  for (int t = 0; t < NT; ++t) out[t] = _mm512_reduce_add_ps(acc[t]) - HSum128(accm[t]);
+  for (int t = 0; t < NT; ++t) out[t] = _mm512_reduce_add_ps(acc[t]);
 }
 
 // ---- Q6_K x Q8_K -----------------------------------------------------------------
