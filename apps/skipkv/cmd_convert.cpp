@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command_registry.h"
+#include "progress_bar.h"
 #include "io/hf_vocab.h"
 #include "io/model_source.h"
 #include "io/model_writer.h"
@@ -74,9 +75,9 @@ int Run(const ConvertOptions& o) {
     opts.type = *spec;
   }
   if (!o.quiet) {
-    opts.progress = [](size_t i, size_t n, const std::string& name) {
-      std::fprintf(stderr, "\r[%zu/%zu] %-40s", i + 1, n, name.c_str());
-      if (i + 1 == n) std::fprintf(stderr, "\n");
+    auto bar = std::make_shared<ProgressBar>("convert");
+    opts.progress = [bar](size_t done, size_t total, const std::string& name) {
+      bar->Update(static_cast<double>(done), static_cast<double>(total), name);
     };
   }
   const Status st = WriteModelAsGguf(src, o.output, opts);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "command_registry.h"
+#include "progress_bar.h"
 #include "io/make_model.h"
 
 namespace skipkv::cli {
@@ -48,9 +49,9 @@ int Run(const MakeModelCliOptions& o) {
   opts.output_path = o.output;
   opts.threads = o.threads;
   if (!o.quiet) {
-    opts.progress = [](size_t i, size_t n, const std::string& name) {
-      std::fprintf(stderr, "\r[%zu/%zu] %-40s", i + 1, n, name.c_str());
-      if (i + 1 == n) std::fprintf(stderr, "\n");
+    auto bar = std::make_shared<ProgressBar>("make-model");
+    opts.progress = [bar](size_t done, size_t total, const std::string& name) {
+      bar->Update(static_cast<double>(done), static_cast<double>(total), name);
     };
   }
   const Status st = MakeRandomModel(opts);

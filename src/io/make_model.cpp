@@ -176,6 +176,12 @@ Status MakeRandomModel(const MakeModelOptions& opts) {
   ThreadPool pool(opts.threads);
   constexpr int64_t kRowsPerChunk = 512;
   std::vector<uint8_t> chunk;
+  size_t total_elems = 0, done_elems = 0;
+  for (const auto& p : plan) {
+    size_t e = 1;
+    for (int64_t v : p.decl.ne) e *= static_cast<size_t>(v);
+    total_elems += e;
+  }
   for (size_t i = 0; i < plan.size(); ++i) {
     const GgufTensorDecl& d = plan[i].decl;
     const int64_t n = d.ne[0];
@@ -194,8 +200,9 @@ Status MakeRandomModel(const MakeModelOptions& opts) {
         }
       });
       SKIPKV_RETURN_IF_ERROR(writer->Append(chunk.data(), chunk.size()));
+      done_elems += static_cast<size_t>(nr * n);
+      if (opts.progress) opts.progress(done_elems, total_elems, d.name);
     }
-    if (opts.progress) opts.progress(i, plan.size(), d.name);
   }
   return writer->Finish();
 }

@@ -43,6 +43,8 @@ struct MakeModelOptions {
   std::string chat_template_path;  // optional: stored as tokenizer.chat_template
   std::string output_path;
   int threads = 0;
+  // Called as rows are written with (elements done, elements in all tensors,
+  // current tensor name); may be empty.
   std::function<void(size_t, size_t, const std::string&)> progress;
 };
 

@@ -122,6 +122,8 @@ Status WriteModelAsGguf(const ModelSource& src, const std::string& out_path, con
   ThreadPool pool(opts.threads);
   constexpr int64_t kRowsPerChunk = 256;
   std::vector<uint8_t> chunk;
+  size_t total_elems = 0, done_elems = 0;
+  for (const TensorView& t : src.tensors) total_elems += static_cast<size_t>(t.NumElements());
   for (size_t i = 0; i < src.tensors.size(); ++i) {
     const TensorView& t = src.tensors[i];
     const DType dst = decls[i].type;
@@ -161,9 +163,11 @@ Status WriteModelAsGguf(const ModelSource& src, const std::string& out_path, con
           }
         });
         SKIPKV_RETURN_IF_ERROR(writer->Append(chunk.data(), chunk.size()));
+        if (opts.progress) opts.progress(done_elems + static_cast<size_t>((r0 + nr) * n), total_elems, t.name);
       }
     }
-    if (opts.progress) opts.progress(i, src.tensors.size(), t.name);
+    done_elems += static_cast<size_t>(t.NumElements());
+    if (opts.progress) opts.progress(done_elems, total_elems, t.name);
   }
   return writer->Finish();
 }

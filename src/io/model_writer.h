@@ -41,7 +41,8 @@ DType ChooseTensorType(const WeightTypeSpec& spec, const std::string& name, int 
 struct GgufExportOptions {
   std::optional<WeightTypeSpec> type;  // nullopt: keep every tensor's type (exact copy)
   int threads = 0;                     // <= 0: hardware concurrency
-  // Called after each tensor with (index, count, name); may be empty.
+  // Called as tensors are written with (elements done, elements in all
+  // tensors, current tensor name); may be empty.
   std::function<void(size_t, size_t, const std::string&)> progress;
 };
 
