@@ -663,46 +663,49 @@ void RowTile(const MatArgs& a, int64_t r, int64_t t0) {
 }
 
 #if SKIPKV_VNNI
-// Q8_0 rows [r, r + NR) against tokens [t0, t0 + NT).
-template <int NR, int NT>
-void Q8_0Tile(const MatArgs& a, int64_t r, int64_t t0) {
-  const BlockQ8_0* w[NR];
+// Q8_0 / Q4_0 rows [r, r + NR) against tokens [t0, t0 + NT).
+template <class W, int NR, int NT>
+void Int8Tile(const MatArgs& a, int64_t r, int64_t t0) {
+  const typename W::Block* w[NR];
   const ActQ8* x[NT];
   SKIPKV_UNROLL
   for (int i = 0; i < NR; ++i) {
-    w[i] = reinterpret_cast<const BlockQ8_0*>(a.w + static_cast<size_t>(r + i) * a.w_row_bytes);
+    w[i] = reinterpret_cast<const typename W::Block*>(a.w + static_cast<size_t>(r + i) * a.w_row_bytes);
   }
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const ActQ8*>(a.act + static_cast<size_t>(t0 + t) * a.act_row_bytes);
   float out[NR * NT];
-  Q8_0TileVnni<NR, NT>(w, x, a.in / 32, out);
+  Int8TileVnni<W, NR, NT>(w, x, a.in / 32, out);
   SKIPKV_UNROLL
   for (int i = 0; i < NR; ++i) {
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) a.y[(t0 + t) * a.y_stride + r + i] = out[i * NT + t];
   }
 }
-template <int NR>
-void Q8_0TokenRange(const MatArgs& a, int64_t r, int64_t tb, int64_t te) {
+template <class W, int NR>
+void Int8TokenRange(const MatArgs& a, int64_t r, int64_t tb, int64_t te) {
   int64_t t = tb;
-  for (; t + 4 <= te; t += 4) Q8_0Tile<NR, 4>(a, r, t);
+  for (; t + 4 <= te; t += 4) Int8Tile<W, NR, 4>(a, r, t);
   switch (te - t) {
-    case 3: Q8_0Tile<NR, 3>(a, r, t); break;
-    case 2: Q8_0Tile<NR, 2>(a, r, t); break;
-    case 1: Q8_0Tile<NR, 1>(a, r, t); break;
+    case 3: Int8Tile<W, NR, 3>(a, r, t); break;
+    case 2: Int8Tile<W, NR, 2>(a, r, t); break;
+    case 1: Int8Tile<W, NR, 1>(a, r, t); break;
     default: break;
   }
 }
-// Rows in groups of 4 x tokens in groups of 4 (16 zmm accumulators).
-void Q8_0RowsVnni(const MatArgs& a, int64_t r0, int64_t r1) {
+// Batches: rows in groups of 4 x tokens in groups of 4 (16 zmm accumulators);
+// fewer than 4 tokens (decode): one row at a time, which streams the weights
+// fastest. The per-pair arithmetic is the same either way.
+template <class W>
+void Int8RowsVnni(const MatArgs& a, int64_t r0, int64_t r1) {
   constexpr int64_t kTokBlock = 32;
   for (int64_t tb = 0; tb < a.n; tb += kTokBlock) {
     const int64_t te = std::min(a.n, tb + kTokBlock);
     int64_t r = r0;
     if (te - tb >= 4) {
-      for (; r + 4 <= r1; r += 4) Q8_0TokenRange<4>(a, r, tb, te);
+      for (; r + 4 <= r1; r += 4) Int8TokenRange<W, 4>(a, r, tb, te);
     }
-    for (; r < r1; ++r) Q8_0TokenRange<1>(a, r, tb, te);
+    for (; r < r1; ++r) Int8TokenRange<W, 1>(a, r, tb, te);
   }
 }
 #endif
@@ -741,7 +744,8 @@ void MatRowsT(const MatArgs& a, int64_t r0, int64_t r1) {
     case DType::kF16: return FloatRows<f16_t>(a, r0, r1);
     case DType::kBF16: return FloatRows<Bf16Tag>(a, r0, r1);
 #if SKIPKV_VNNI
-    case DType::kQ8_0: return Q8_0RowsVnni(a, r0, r1);
+    case DType::kQ8_0: return Int8RowsVnni<Q8_0Vnni>(a, r0, r1);
+    case DType::kQ4_0: return Int8RowsVnni<Q4_0Vnni>(a, r0, r1);
     case DType::kQ4_K:
     case DType::kQ6_K: return KQuantRowsVnni(a, r0, r1);
 #endif

@@ -5,7 +5,7 @@
 // vpmaddubsw on 512-bit registers).
 //
 // Why faster than the AVX2-style path: one 512-bit instruction per (row,
-// token) pair per 64 elements for Q8_0 (dpbusd, no sign trick: activations
+// token) pair per 64 elements for Q8_0/Q4_0 (dpbusd, no sign trick: weights
 // are offset to u8 and the offset is removed exactly in int32), two for the
 // K-quants (maddubs + dpwssd, which fuses the scale multiply and the add),
 // against five or six 256-bit instructions per 32 elements before.
@@ -28,20 +28,38 @@ HWY_INLINE __m512 Set2x8(float a, float b) {
   return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(a)), _mm256_set1_ps(b), 1);
 }
 
-// ---- Q8_0 x ActQ8: NR rows x NT tokens, two blocks per step ----------------------
-// Per pair and step: I = dpbusd(-128 * sum(a), w + 128, a) = sum(w * a) exactly
-// (weights offset to u8; the activation-side correction is computed once per
-// token and step), then acc += float(I) * (dw x da) lane-wise. An odd last
-// block runs the same sequence with a zero upper half.
-template <int NR, int NT>
-HWY_INLINE void Q8_0TileVnni(const BlockQ8_0* const* w, const ActQ8* const* a, int64_t nb, float* out) {
+// ---- Q8_0 / Q4_0 x ActQ8: NR rows x NT tokens, two blocks per step -------------
+// Weights are brought to u8 (Q8_0: w + 128; Q4_0: the stored nibble q, value
+// q - 8), so per pair and step I = dpbusd(-kBias * sum(a), u, a) = sum(w * a)
+// exactly, with the correction computed once per token and step; then
+// acc += float(I) * (dw x da) lane-wise. An odd last block runs the same
+// sequence with a zero upper half.
+struct Q8_0Vnni {
+  using Block = BlockQ8_0;
+  static constexpr int kBias = 128;
+  static HWY_INLINE __m256i Unsigned(const Block& b) {
+    return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)),
+                            _mm256_set1_epi8(static_cast<char>(0x80)));
+  }
+};
+struct Q4_0Vnni {
+  using Block = BlockQ4_0;
+  static constexpr int kBias = 8;
+  static HWY_INLINE __m256i Unsigned(const Block& b) {  // low nibbles: elements 0..15, high: 16..31
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
+  }
+};
+
+template <class W, int NR, int NT>
+HWY_INLINE void Int8TileVnni(const typename W::Block* const* w, const ActQ8* const* a, int64_t nb, float* out) {
   __m512 acc[NR][NT];
   SKIPKV_UNROLL
   for (int r = 0; r < NR; ++r) {
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
   }
-  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(W::kBias));
   const __m256i zero256 = _mm256_setzero_si256();
   for (int64_t b = 0; b < nb; b += 2) {
     const bool pair = b + 1 < nb;
@@ -49,10 +67,9 @@ HWY_INLINE void Q8_0TileVnni(const BlockQ8_0* const* w, const ActQ8* const* a, i
     __m512 dws[NR];
     SKIPKV_UNROLL
     for (int r = 0; r < NR; ++r) {
-      const __m256i w1 = pair ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r][b + 1].qs)) : zero256;
-      const __m512i q = _mm512_inserti64x4(
-          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r][b].qs))), w1, 1);
-      wq[r] = _mm512_xor_si512(q, bias);  // w + 128 as u8
+      // An absent upper block is all zero weights: u = 0 there, and so is its scale.
+      wq[r] = _mm512_inserti64x4(_mm512_castsi256_si512(W::Unsigned(w[r][b])),
+                                 pair ? W::Unsigned(w[r][b + 1]) : zero256, 1);
       dws[r] = Set2x8(F16Scalar(w[r][b].d), pair ? F16Scalar(w[r][b + 1].d) : 0.f);
     }
     SKIPKV_UNROLL
@@ -60,7 +77,7 @@ HWY_INLINE void Q8_0TileVnni(const BlockQ8_0* const* w, const ActQ8* const* a, i
       const __m256i a1 = pair ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b + 1].qs)) : zero256;
       const __m512i xa = _mm512_inserti64x4(
           _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].qs))), a1, 1);
-      // -128 * (sums of 4 activations) per lane: the correction for the offset.
+      // -kBias * (sums of 4 activations) per lane: the correction for the offset.
       const __m512i corr = _mm512_sub_epi32(_mm512_setzero_si512(),
                                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, xa));
       const __m512 das = Set2x8(a[t][b].d, pair ? a[t][b + 1].d : 0.f);
