@@ -9,6 +9,9 @@
 //               4096 cached keys; counter us_per_token = us per cached token per
 //               sequence (one layer, all heads), comparable to llama.cpp's figure
 //               divided by the number of layers.
+//   BM_AttentionPrefill  causal tiled attention of n queries over n keys.
+//   BM_RmsNorm, BM_SiluMul, BM_Softmax, BM_Rope  elementwise kernels on one
+//               activation row; counter GB/s = bytes read and written / s.
 // Threads: argument `threads` (default machine: 2 cores). The 151936-row
 // output projection is only registered with SKIPKV_BENCH_HUGE=1.
 #include <benchmark/benchmark.h>
@@ -145,64 +148,144 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->ArgNames({"type", "shape", "n", "threads"})->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// Attention inputs for `tasks` sequences: random K/V of `slots` cached keys
+// per KV head and n_q query rows whose first sits at slot slots - n_q (causal).
+struct AttentionSetup {
+  static constexpr int kHeads = 12, kKvHeads = 2, kDim = 128;
+  kernels::AttentionShape shape;
+  std::vector<AlignedBuffer> storage;
+  std::vector<std::vector<const void*>> kp, vp;
+  std::vector<std::vector<float>> q, out;
+  std::vector<kernels::AttentionTask> list;
+
+  AttentionSetup(DType kv, int tasks, int64_t slots, int64_t n_q)
+      : shape{kHeads, kKvHeads, kDim, kv, 1.f / std::sqrt(float(kDim))},
+        kp(tasks), vp(tasks), q(tasks), out(tasks), list(tasks) {
+    std::mt19937 rng(4);
+    std::normal_distribution<float> nd;
+    const size_t elem = kv == DType::kF16 ? 2 : 4;
+    for (int t = 0; t < tasks; ++t) {
+      for (int h = 0; h < kKvHeads; ++h) {
+        for (int kvv = 0; kvv < 2; ++kvv) {  // K, then V: [slots][kDim]
+          AlignedBuffer b(slots * kDim * elem);
+          for (int64_t i = 0; i < slots * kDim; ++i) {
+            if (kv == DType::kF16) {
+              b.as<f16_t>()[i] = F32ToF16(nd(rng));
+            } else {
+              b.as<float>()[i] = nd(rng);
+            }
+          }
+          (kvv == 0 ? kp : vp)[t].push_back(b.data());
+          storage.push_back(std::move(b));
+        }
+      }
+      q[t].resize(n_q * kHeads * kDim);
+      for (auto& v : q[t]) v = nd(rng);
+      out[t].resize(n_q * kHeads * kDim);
+      list[t].q = q[t].data();
+      list[t].n_q = n_q;
+      list[t].n_slots = slots;
+      list[t].first_query_slot = slots - n_q;
+      list[t].k = kp[t].data();
+      list[t].v = vp[t].data();
+      list[t].out = out[t].data();
+    }
+  }
+};
+
 // Args: kv type (0 = f16, 1 = f32), tasks (sequences), threads. 4096 keys.
 void BM_AttentionDecode(benchmark::State& state) {
   const DType kv = state.range(0) == 0 ? DType::kF16 : DType::kF32;
   const int tasks = static_cast<int>(state.range(1));
   ThreadPool pool(static_cast<int>(state.range(2)));
-  constexpr int kHeads = 12, kKvHeads = 2, kDim = 128;
   constexpr int64_t kSlots = 4096;
-  kernels::AttentionShape shape{kHeads, kKvHeads, kDim, kv, 1.f / std::sqrt(float(kDim))};
+  AttentionSetup s(kv, tasks, kSlots, 1);
   const size_t elem = kv == DType::kF16 ? 2 : 4;
-  std::mt19937 rng(4);
-  std::normal_distribution<float> nd;
-  // Per task and KV head: K and V [kSlots][kDim].
-  std::vector<AlignedBuffer> storage;
-  std::vector<std::vector<const void*>> kp(tasks), vp(tasks);
-  std::vector<std::vector<float>> q(tasks), out(tasks);
-  std::vector<kernels::AttentionTask> list(tasks);
-  for (int t = 0; t < tasks; ++t) {
-    for (int h = 0; h < kKvHeads; ++h) {
-      for (int kvv = 0; kvv < 2; ++kvv) {
-        AlignedBuffer b(kSlots * kDim * elem);
-        for (int64_t i = 0; i < kSlots * kDim; ++i) {
-          if (kv == DType::kF16) {
-            b.as<f16_t>()[i] = F32ToF16(nd(rng));
-          } else {
-            b.as<float>()[i] = nd(rng);
-          }
-        }
-        (kvv == 0 ? kp : vp)[t].push_back(b.data());
-        storage.push_back(std::move(b));
-      }
-    }
-    q[t].resize(kHeads * kDim);
-    for (auto& v : q[t]) v = nd(rng);
-    out[t].resize(kHeads * kDim);
-    list[t].q = q[t].data();
-    list[t].n_q = 1;
-    list[t].n_slots = kSlots;
-    list[t].first_query_slot = kSlots - 1;
-    list[t].k = kp[t].data();
-    list[t].v = vp[t].data();
-    list[t].out = out[t].data();
-  }
   for (auto _ : state) {
-    kernels::Attention(shape, list, pool);
-    benchmark::DoNotOptimize(out[0].data());
+    kernels::Attention(s.shape, s.list, pool);
+    benchmark::DoNotOptimize(s.out[0].data());
   }
   // (tokens * 1e-6) per second, inverted = microseconds per token.
   state.counters["us_per_token"] = benchmark::Counter(
       1e-6 * static_cast<double>(state.iterations()) * kSlots * tasks,
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   state.counters["KV_GB/s"] = benchmark::Counter(
-      1e-9 * static_cast<double>(state.iterations()) * tasks * kKvHeads * 2 * kSlots * kDim * elem,
+      1e-9 * static_cast<double>(state.iterations()) * tasks * AttentionSetup::kKvHeads * 2 * kSlots *
+          AttentionSetup::kDim * elem,
       benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_AttentionDecode)
     ->ArgNames({"kv_f32", "tasks", "threads"})
     ->Args({0, 1, 1})->Args({0, 1, 2})->Args({0, 4, 2})->Args({1, 1, 2})
     ->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// Prefill (tiled) attention: one sequence, n causal queries over n keys, f16 KV.
+// Args: n, threads. GFLOP/s counts the causal half: 4 * heads * dim * n^2 / 2.
+void BM_AttentionPrefill(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  ThreadPool pool(static_cast<int>(state.range(1)));
+  AttentionSetup s(DType::kF16, 1, n, n);
+  for (auto _ : state) {
+    kernels::Attention(s.shape, s.list, pool);
+    benchmark::DoNotOptimize(s.out[0].data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      1e-9 * 2.0 * AttentionSetup::kHeads * AttentionSetup::kDim * static_cast<double>(n) * n *
+          state.iterations(),
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AttentionPrefill)->ArgNames({"n", "threads"})->Args({512, 2})->Args({2048, 2})
+    ->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Elementwise kernels over one 1.5B-shape activation row (GB/s = bytes read + written).
+constexpr int64_t kHidden = 1536, kFfn = 8960;
+
+void BM_RmsNorm(benchmark::State& state) {
+  const auto x = RandomActs(kHidden), w = RandomActs(kHidden);
+  std::vector<float> y(kHidden);
+  for (auto _ : state) {
+    kernels::RmsNorm(x.data(), w.data(), kHidden, 1e-6f, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(1e-9 * 3.0 * kHidden * 4 * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_RmsNorm)->Unit(benchmark::kNanosecond);
+
+void BM_SiluMul(benchmark::State& state) {
+  const auto g = RandomActs(kFfn), u = RandomActs(kFfn);
+  std::vector<float> y(kFfn);
+  for (auto _ : state) {
+    kernels::SiluMul(g.data(), u.data(), y.data(), kFfn);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(1e-9 * 3.0 * kFfn * 4 * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SiluMul)->Unit(benchmark::kNanosecond);
+
+void BM_Softmax(benchmark::State& state) {
+  const auto x0 = RandomActs(4096);
+  std::vector<float> x(x0);
+  for (auto _ : state) {
+    std::copy(x0.begin(), x0.end(), x.begin());
+    kernels::Softmax(x.data(), 4096);
+    benchmark::DoNotOptimize(x.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(1e-9 * 2.0 * 4096 * 4 * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Softmax)->Unit(benchmark::kNanosecond);
+
+// RoPE on the q rows of one token (12 heads of 128, rotate-half).
+void BM_Rope(benchmark::State& state) {
+  auto x = RandomActs(12 * 128);
+  kernels::RopeParams p;
+  int64_t pos = 0;
+  for (auto _ : state) {
+    kernels::Rope(x.data(), 12, 128, pos++ & 4095, p);
+    benchmark::DoNotOptimize(x.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(1e-9 * 2.0 * 12 * 128 * 4 * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Rope)->Unit(benchmark::kNanosecond);
 
 }  // namespace
 }  // namespace skipkv
