@@ -90,7 +90,7 @@ TEST_P(MatMulTest, MatchesReferenceAllTypes) {
   ThreadPool pool(3);
   for (const Case& c : cases) {
     for (int64_t rows : {1, 7, 33}) {
-      for (int64_t n : {1, 3, 6, 9}) {
+      for (int64_t n : {1, 3, 6, 9, 17}) {
         SCOPED_TRACE(std::string(DTypeName(c.type)) + " in=" + std::to_string(c.in) +
                      " rows=" + std::to_string(rows) + " n=" + std::to_string(n));
         const Weights w = MakeWeights(c.type, c.in, rows, 11 + rows);
@@ -128,18 +128,22 @@ TEST_P(MatMulTest, MatchesReferenceAllTypes) {
 TEST_P(MatMulTest, DeterministicAcrossThreadsAndTiles) {
   for (DType t : {DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kBF16}) {
     SCOPED_TRACE(DTypeName(t));
-    const int64_t in = 512, rows = 133, n = 7;
-    const Weights w = MakeWeights(t, in, rows, 3);
-    const auto x = RandomVec(in * n, 9);
-    ThreadPool p1(1), p3(3);
-    std::vector<float> y1(n * rows), y3(n * rows), yv(rows);
-    kernels::MatMul(w.view, x.data(), n, y1.data(), p1);
-    kernels::MatMul(w.view, x.data(), n, y3.data(), p3);
-    ASSERT_EQ(0, std::memcmp(y1.data(), y3.data(), y1.size() * sizeof(float)));
-    // Token t of a batch equals a lone MatVec of x[t], bit for bit.
-    for (int64_t tok = 0; tok < n; ++tok) {
-      kernels::MatVec(w.view, x.data() + tok * in, yv.data(), p3);
-      ASSERT_EQ(0, std::memcmp(yv.data(), y1.data() + tok * rows, rows * sizeof(float))) << tok;
+    // n = 7: tails of every token tile; n = 37: full 4- and 8-token tiles,
+    // 4-row tiles and a second 32-token block.
+    for (const int64_t n : {7, 37}) {
+      const int64_t in = 512, rows = 133;
+      const Weights w = MakeWeights(t, in, rows, 3);
+      const auto x = RandomVec(in * n, 9);
+      ThreadPool p1(1), p3(3);
+      std::vector<float> y1(n * rows), y3(n * rows), yv(rows);
+      kernels::MatMul(w.view, x.data(), n, y1.data(), p1);
+      kernels::MatMul(w.view, x.data(), n, y3.data(), p3);
+      ASSERT_EQ(0, std::memcmp(y1.data(), y3.data(), y1.size() * sizeof(float))) << "n=" << n;
+      // Token t of a batch equals a lone MatVec of x[t], bit for bit.
+      for (int64_t tok = 0; tok < n; ++tok) {
+        kernels::MatVec(w.view, x.data() + tok * in, yv.data(), p3);
+        ASSERT_EQ(0, std::memcmp(yv.data(), y1.data() + tok * rows, rows * sizeof(float))) << "n=" << n << " " << tok;
+      }
     }
   }
 }
