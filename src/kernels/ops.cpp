@@ -4,8 +4,13 @@
 // task with a fixed operation order: results never depend on the thread count.
 #include "kernels/ops.h"
 
+#include <hwy/targets.h>
+
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "kernels/simd_internal.h"
@@ -28,9 +33,36 @@ void CheckMatShapes(const TensorView& w) {
   SKIPKV_CHECK_MSG(w.ne[0] % BlockSize(w.type) == 0, w.name.c_str());
 }
 
+// SKIPKV_SIMD=<target> caps the run-time dispatch (e.g. "avx2" on an AVX-512
+// machine, to compare code paths or to avoid AVX-512 clock throttling): every
+// target better than the named one is disabled. Applied once, at static
+// initialisation, before any kernel runs.
+const bool kSimdCapApplied = [] {
+  const char* env = std::getenv("SKIPKV_SIMD");
+  if (env == nullptr || *env == '\0') return false;
+  std::string want(env);
+  for (char& c : want) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (want == "SCALAR" || want == "PORTABLE") want = "EMU128";
+  std::string known;
+  for (int i = 0; i <= 62; ++i) {
+    const int64_t bit = int64_t{1} << i;
+    if ((HWY_TARGETS & bit) == 0) continue;
+    const std::string name = hwy::TargetName(bit);
+    known += (known.empty() ? "" : ", ") + name;
+    if (name == want || (want == "EMU128" && (bit == HWY_EMU128 || bit == HWY_SCALAR))) {
+      hwy::DisableTargets(bit - 1);  // all better targets have lower bits
+      return true;
+    }
+  }
+  SKIPKV_LOG_WARN("SKIPKV_SIMD=%s is not a compiled SIMD target (compiled: %s); ignored", env, known.c_str());
+  return false;
+}();
+
 void LogTargetOnce() {
   static std::once_flag once;
-  std::call_once(once, [] { SKIPKV_LOG_INFO("kernels: SIMD target %s", SimdTargetName()); });
+  std::call_once(once, [] {
+    SKIPKV_LOG_INFO("kernels: SIMD target %s%s", SimdTargetName(), kSimdCapApplied ? " (capped by SKIPKV_SIMD)" : "");
+  });
 }
 
 }  // namespace

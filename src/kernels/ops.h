@@ -93,8 +93,10 @@ struct AttentionShape {
 // the reference runs) and n_slots * 8 floats of per-thread scratch.
 void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks, ThreadPool& pool);
 
-// Name of the SIMD target chosen at start-up ("AVX2", "AVX3", "NEON", "EMU128", ...).
-// Compiled targets: AVX3, AVX2 and the portable baseline (SCALAR/EMU128).
+// Name of the SIMD target chosen at start-up ("AVX2", "AVX3", "AVX3_DL", "NEON",
+// "EMU128", ...). Compiled x86 targets: AVX3_DL (AVX-512 + VNNI), AVX3, AVX2 and
+// the portable baseline. The environment variable SKIPKV_SIMD=<name> (e.g.
+// avx2) caps the choice at that target.
 const char* SimdTargetName();
 
 namespace ref {

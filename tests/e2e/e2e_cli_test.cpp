@@ -31,12 +31,13 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
-// Runs `skipkv <args>` through the shell; stderr goes to a temp file.
-CmdResult Skipkv(const std::string& args) {
+// Runs `[env] skipkv <args>` through the shell (env: "NAME=value ..." or
+// empty); stderr goes to a temp file.
+CmdResult Skipkv(const std::string& args, const std::string& env = "") {
   static int counter = 0;
   const std::string err_path = ::testing::TempDir() + "/skipkv_e2e_err_" + std::to_string(::getpid()) + "_" +
                                std::to_string(counter++) + ".txt";
-  const std::string cmd = kBinary + " " + args + " 2>" + err_path;
+  const std::string cmd = (env.empty() ? "" : env + " ") + kBinary + " " + args + " 2>" + err_path;
   CmdResult r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -77,6 +78,22 @@ TEST(CliRunTest, DefaultStoryMatchesLlama2cGreedyReference) {
   CmdResult full = Skipkv("run -n 257 -q");
   ASSERT_EQ(full.exit_code, 0) << full.err;
   EXPECT_EQ(full.out, ref);
+}
+
+// SKIPKV_SIMD caps the kernels' SIMD target: the portable path tells the same
+// greedy story; an unknown name is reported and ignored.
+TEST(CliRunTest, SimdTargetCapFromEnvironment) {
+  const std::string ref = ReadAll(std::string(SKIPKV_TEST_DATA_DIR) + "/stories260K/stories260K_greedy_257.txt");
+  CmdResult portable = Skipkv("run -n 64 -t 2 -q", "SKIPKV_SIMD=emu128 SKIPKV_LOG=info");
+  ASSERT_EQ(portable.exit_code, 0) << portable.err;
+  EXPECT_NE(portable.err.find("(capped by SKIPKV_SIMD)"), std::string::npos) << portable.err;
+  EXPECT_EQ(portable.err.find("SIMD target AVX"), std::string::npos) << portable.err;
+  ASSERT_FALSE(portable.out.empty());
+  const std::string text = portable.out.substr(0, portable.out.size() - 1);
+  EXPECT_EQ(ref.compare(0, text.size(), text), 0) << "got:\n" << text;
+  CmdResult bogus = Skipkv("run -n 4 -q", "SKIPKV_SIMD=sse9");
+  EXPECT_EQ(bogus.exit_code, 0) << bogus.err;
+  EXPECT_NE(bogus.err.find("SKIPKV_SIMD=sse9 is not a compiled SIMD target"), std::string::npos) << bogus.err;
 }
 
 TEST(CliRunTest, BadInputsExitNonZeroWithAClearMessage) {
