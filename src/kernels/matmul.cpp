@@ -293,6 +293,19 @@ HWY_INLINE __m256i MulSumU8I8(__m256i a, __m256i b) {
 HWY_INLINE __m256i MulSumI8I8(__m256i a, __m256i b) {
   return MulSumU8I8(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
 }
+// Q4_K's 12 scale bytes -> i16 lanes 0..7: the 8 sub-block scales, 8..15: the
+// 8 mins, with 32-bit word operations (same unpacking as get_scale_min_k4).
+HWY_INLINE __m256i Q4KScalesMins16(const uint8_t* scales) {
+  uint32_t u[4];
+  std::memcpy(u, scales, 12);
+  constexpr uint32_t kM1 = 0x3f3f3f3f, kM2 = 0x0f0f0f0f, kM3 = 0x03030303;
+  u[3] = ((u[2] >> 4) & kM2) | (((u[1] >> 6) & kM3) << 4);
+  const uint32_t m_lo = u[1] & kM1;
+  u[1] = (u[2] & kM2) | (((u[0] >> 6) & kM3) << 4);
+  u[2] = m_lo;
+  u[0] &= kM1;
+  return _mm256_cvtepu8_epi16(_mm_set_epi32(u[3], u[2], u[1], u[0]));
+}
 #else
 HWY_INLINE float F16Scalar(f16_t h) { return F16ToF32(h); }
 // Portable: sum_k a[k] * b[k] for k < n (n a multiple of 8) as i32 lanes.
@@ -428,17 +441,7 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
   for (int k = 0; k < 8; ++k) pick[k] = _mm256_set1_epi16(static_cast<int16_t>(((2 * k + 1) << 8) | (2 * k)));
   for (int64_t b = 0; b < nb; ++b) {
     const float d = F16Scalar(w[b].d), dmin = F16Scalar(w[b].dmin);
-    // The 12 scale bytes -> 8 scales (bytes 0..7) and 8 mins (bytes 8..15)
-    // with 32-bit word operations (same unpacking as get_scale_min_k4).
-    uint32_t u[4];
-    std::memcpy(u, w[b].scales, 12);
-    constexpr uint32_t kM1 = 0x3f3f3f3f, kM2 = 0x0f0f0f0f, kM3 = 0x03030303;
-    u[3] = ((u[2] >> 4) & kM2) | (((u[1] >> 6) & kM3) << 4);
-    const uint32_t m_lo = u[1] & kM1;
-    u[1] = (u[2] & kM2) | (((u[0] >> 6) & kM3) << 4);
-    u[2] = m_lo;
-    u[0] &= kM1;
-    const __m256i sm16 = _mm256_cvtepu8_epi16(_mm_set_epi32(u[3], u[2], u[1], u[0]));
+    const __m256i sm16 = Q4KScalesMins16(w[b].scales);
     const __m128i mins16 = _mm256_extracti128_si256(sm16, 1);
     const __m256i scales16 = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm16));
     __m256i sumi[NT];

@@ -118,16 +118,7 @@ HWY_INLINE void Q4_KRowDotVnni(const BlockQ4_K* w, const BlockQ8_K* const* a, in
   }
   for (int64_t b = 0; b < nb; ++b) {
     const float d = F16Scalar(w[b].d), dmin = F16Scalar(w[b].dmin);
-    // 12 scale bytes -> 8 scales (bytes 0..7) and 8 mins (bytes 8..15), as get_scale_min_k4.
-    uint32_t u[4];
-    std::memcpy(u, w[b].scales, 12);
-    constexpr uint32_t kM1 = 0x3f3f3f3f, kM2 = 0x0f0f0f0f, kM3 = 0x03030303;
-    u[3] = ((u[2] >> 4) & kM2) | (((u[1] >> 6) & kM3) << 4);
-    const uint32_t m_lo = u[1] & kM1;
-    u[1] = (u[2] & kM2) | (((u[0] >> 6) & kM3) << 4);
-    u[2] = m_lo;
-    u[0] &= kM1;
-    const __m256i sm16 = _mm256_cvtepu8_epi16(_mm_set_epi32(u[3], u[2], u[1], u[0]));
+    const __m256i sm16 = Q4KScalesMins16(w[b].scales);  // scales (i16 0..7), mins (8..15)
     const __m128i mins16 = _mm256_extracti128_si256(sm16, 1);
     const __m512i scales16 = _mm512_broadcast_i32x4(_mm256_castsi256_si128(sm16));
     __m512i q[4], s[4];
