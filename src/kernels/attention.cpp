@@ -12,8 +12,10 @@
 //   softmax p[s][j] = exp(S[s][j] - max_j) / sum_j, vectorised across queries
 //   pass 2  out_j = sum_s p[s][j] v_s (slot blocks kept in L1, d-chunks in registers)
 //   H2O     attn_accum[s] += p[s][j], queries in order (row-major, then head)
-// Every output and accumulator element is produced by one work item in a
-// fixed order, so results do not depend on the thread count.
+// On AVX-512 targets the head is swept in 16-float chunks (head_dim % 16 == 0),
+// elsewhere in 8-float chunks. Every output and accumulator element is
+// produced by one work item in a fixed order, so results do not depend on the
+// thread count.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/attention.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -35,15 +37,14 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::CappedTag<float, 8>;  // head_dim must be a multiple of 8
 
-template <class KT>
-HWY_INLINE hn::Vec<DF> LoadKv(DF df, const KT* p);
-template <>
-HWY_INLINE hn::Vec<DF> LoadKv(DF df, const float* p) {
+// Lanes(D) K/V elements as f32 (D: 8 lanes, or 16 for values on AVX-512).
+template <class D>
+HWY_INLINE hn::Vec<D> LoadKv(D df, const float* p) {
   return hn::LoadU(df, p);
 }
-template <>
-HWY_INLINE hn::Vec<DF> LoadKv(DF df, const f16_t* p) {
-  const hn::Rebind<hwy::float16_t, DF> dh;
+template <class D>
+HWY_INLINE hn::Vec<D> LoadKv(D df, const f16_t* p) {
+  const hn::Rebind<hwy::float16_t, D> dh;
   return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
 }
 
@@ -92,12 +93,19 @@ HWY_INLINE __m256 Reduce8(const __m256* a) {
 #endif
 
 // Horizontal sums of NQ accumulators into dots[0..NQ).
-template <int NQ>
-HWY_INLINE void ReduceDots(DF df, const hn::Vec<DF>* acc, float* dots) {
+template <int NQ, class D>
+HWY_INLINE void ReduceDots(D df, const hn::Vec<D>* acc, float* dots) {
 #if SKIPKV_ATTN_X86
   __m256 a[8];
   SKIPKV_UNROLL
-  for (int j = 0; j < 8; ++j) a[j] = j < NQ ? acc[j].raw : _mm256_setzero_ps();
+  for (int j = 0; j < 8; ++j) {
+    if constexpr (hn::MaxLanes(D()) == 16) {  // fold the two halves first
+      a[j] = j < NQ ? _mm256_add_ps(_mm512_castps512_ps256(acc[j].raw), _mm512_extractf32x8_ps(acc[j].raw, 1))
+                    : _mm256_setzero_ps();
+    } else {
+      a[j] = j < NQ ? acc[j].raw : _mm256_setzero_ps();
+    }
+  }
   _mm256_storeu_ps(dots, Reduce8(a));
 #else
   SKIPKV_UNROLL
@@ -105,12 +113,13 @@ HWY_INLINE void ReduceDots(DF df, const hn::Vec<DF>* acc, float* dots) {
 #endif
 }
 
-// Pass 1: S[s * kQT + j] for s < max_limit. Invalid slots are skipped (their
-// rows may hold garbage); each (slot, query) dot follows the same FMA order
-// and reduction whether or not its slot was paired with the next one.
-template <int NQ, class KT>
-void Scores(const Tile& tile, const KT* k, const uint8_t* valid, int d, float scale, float* S) {
-  const DF df;
+// Pass 1: S[s * kQT + j] for s < max_limit, in chunks of Lanes(D) floats of
+// the head (D: 8 lanes, or 16 on AVX-512 when head_dim allows). Invalid
+// slots are skipped (their rows may hold garbage); each (slot, query) dot
+// follows the same FMA order and reduction whether or not its slot was
+// paired with the next one.
+template <int NQ, class KT, class D>
+void ScoresT(D df, const Tile& tile, const KT* k, const uint8_t* valid, int d, float scale, float* S) {
   const int N = static_cast<int>(hn::Lanes(df));
   alignas(32) float dots0[kQT], dots1[kQT];
   int64_t s = 0;
@@ -123,12 +132,12 @@ void Scores(const Tile& tile, const KT* k, const uint8_t* valid, int d, float sc
     }
     const bool pair = kPairs<NQ> && s + 1 < tile.max_limit && (valid == nullptr || valid[s + 1]);
     const KT* k0 = k + s * d;
-    hn::Vec<DF> acc0[NQ];
+    hn::Vec<D> acc0[NQ];
     SKIPKV_UNROLL
     for (int j = 0; j < NQ; ++j) acc0[j] = hn::Zero(df);
     if (pair) {
       const KT* k1 = k0 + d;
-      hn::Vec<DF> acc1[NQ];
+      hn::Vec<D> acc1[NQ];
       SKIPKV_UNROLL
       for (int j = 0; j < NQ; ++j) acc1[j] = hn::Zero(df);
       for (int c = 0; c < d; c += N) {
@@ -158,6 +167,14 @@ void Scores(const Tile& tile, const KT* k, const uint8_t* valid, int d, float sc
   }
 }
 
+template <int NQ, class KT>
+void Scores(const Tile& tile, const KT* k, const uint8_t* valid, int d, float scale, float* S) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if (d % 16 == 0) return ScoresT<NQ, KT>(hn::CappedTag<float, 16>(), tile, k, valid, d, scale, S);
+#endif
+  ScoresT<NQ, KT>(DF(), tile, k, valid, d, scale, S);
+}
+
 // Softmax over slots of each query column of S[0..len)[kQT], in place,
 // vectorised across the queries. A column with no visible slot becomes 0.
 void SoftmaxColumns(float* S, int64_t len) {
@@ -182,13 +199,14 @@ void SoftmaxColumns(float* S, int64_t len) {
   }
 }
 
-// out_j[c0, c0 + NC * N) += sum_{s in [s0, s1), valid} P[s][j] v_s[c0 ...].
-template <int NQ, int NC, class KT>
-HWY_INLINE void ValueChunks(const Tile& tile, const KT* v, const uint8_t* valid, int d, const float* P,
+// out_j[c0, c0 + NC * N) += sum_{s in [s0, s1), valid} P[s][j] v_s[c0 ...],
+// N = Lanes(D). Every output element gets the same FMA sequence (slot order)
+// whatever the vector width, so the 8- and 16-lane versions agree bit for bit.
+template <int NQ, int NC, class KT, class D>
+HWY_INLINE void ValueChunks(D df, const Tile& tile, const KT* v, const uint8_t* valid, int d, const float* P,
                             int64_t s0, int64_t s1, int c0) {
-  const DF df;
   const int N = static_cast<int>(hn::Lanes(df));
-  hn::Vec<DF> acc[NC][NQ];
+  hn::Vec<D> acc[NC][NQ];
   SKIPKV_UNROLL
   for (int u = 0; u < NC; ++u) {
     SKIPKV_UNROLL
@@ -196,7 +214,7 @@ HWY_INLINE void ValueChunks(const Tile& tile, const KT* v, const uint8_t* valid,
   }
   for (int64_t s = s0; s < s1; ++s) {
     if (valid != nullptr && !valid[s]) continue;  // invalid rows may hold garbage
-    hn::Vec<DF> vv[NC];
+    hn::Vec<D> vv[NC];
     SKIPKV_UNROLL
     for (int u = 0; u < NC; ++u) vv[u] = LoadKv(df, v + s * d + c0 + u * N);
     SKIPKV_UNROLL
@@ -216,6 +234,8 @@ HWY_INLINE void ValueChunks(const Tile& tile, const KT* v, const uint8_t* valid,
 // Pass 2: out_j = sum_s P[s][j] v_s over valid s < max_limit (P normalised;
 // 0 where the query may not see the slot). Slot blocks of 64 rows stay in L1
 // while the d-chunks sweep them; each (query, chunk) accumulates in slot order.
+// AVX-512 targets sweep 16-float chunks when head_dim allows (half the loads,
+// converts and FMAs of 8-float chunks; same results).
 template <int NQ, class KT>
 void WeightedValues(const Tile& tile, const KT* v, const uint8_t* valid, int d, const float* P) {
   const DF df;
@@ -226,10 +246,15 @@ void WeightedValues(const Tile& tile, const KT* v, const uint8_t* valid, int d, 
   for (int64_t s0 = 0; s0 < tile.max_limit; s0 += kSlotBlock) {
     const int64_t s1 = std::min(tile.max_limit, s0 + kSlotBlock);
     int c = 0;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    const hn::CappedTag<float, 16> d16;
+    for (; c + 32 <= d; c += 32) ValueChunks<NQ, 2, KT>(d16, tile, v, valid, d, P, s0, s1, c);
+    for (; c + 16 <= d; c += 16) ValueChunks<NQ, 1, KT>(d16, tile, v, valid, d, P, s0, s1, c);
+#endif
     if constexpr (kPairs<NQ>) {
-      for (; c + 2 * N <= d; c += 2 * N) ValueChunks<NQ, 2, KT>(tile, v, valid, d, P, s0, s1, c);
+      for (; c + 2 * N <= d; c += 2 * N) ValueChunks<NQ, 2, KT>(df, tile, v, valid, d, P, s0, s1, c);
     }
-    for (; c < d; c += N) ValueChunks<NQ, 1, KT>(tile, v, valid, d, P, s0, s1, c);
+    for (; c < d; c += N) ValueChunks<NQ, 1, KT>(df, tile, v, valid, d, P, s0, s1, c);
   }
 }
 
