@@ -20,6 +20,11 @@ struct GgufTensorDecl {
   DType type = DType::kF32;
   std::vector<int64_t> ne;  // ggml order, 1..4 dims, each > 0, ne[0] a multiple of BlockSize(type)
   size_t NumBytes() const;
+  size_t NumElements() const {
+    size_t n = 1;
+    for (int64_t v : ne) n *= static_cast<size_t>(v);
+    return n;
+  }
 };
 
 // Validates the declarations (names unique and non-empty, dims, block

@@ -177,11 +177,7 @@ Status MakeRandomModel(const MakeModelOptions& opts) {
   constexpr int64_t kRowsPerChunk = 512;
   std::vector<uint8_t> chunk;
   size_t total_elems = 0, done_elems = 0;
-  for (const auto& p : plan) {
-    size_t e = 1;
-    for (int64_t v : p.decl.ne) e *= static_cast<size_t>(v);
-    total_elems += e;
-  }
+  for (const auto& p : plan) total_elems += p.decl.NumElements();
   for (size_t i = 0; i < plan.size(); ++i) {
     const GgufTensorDecl& d = plan[i].decl;
     const int64_t n = d.ne[0];

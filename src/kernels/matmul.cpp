@@ -713,34 +713,35 @@ void Int8RowsVnni(const MatArgs& a, int64_t r0, int64_t r1) {
 }
 #endif
 
-#if SKIPKV_VNNI
-// K-quant rows one at a time against up to 8 tokens: the unpacked quants and
-// scales of a row block (8 zmm) are reused by 8 token accumulators.
-void KQuantRowsVnni(const MatArgs& a, int64_t r0, int64_t r1) {
+// RowTile<N> for rem = N, N - 1, ..., 1 tokens (the tail of a token tile).
+template <int N>
+HWY_INLINE void RowTileTail(const MatArgs& a, int64_t r, int64_t t, int64_t rem) {
+  if constexpr (N > 0) {
+    if (rem == N) return RowTile<N>(a, r, t);
+    RowTileTail<N - 1>(a, r, t, rem);
+  }
+}
+
+// One weight row at a time against tokens in tiles of kTok: tokens in blocks
+// of 32 (activations stay in L2), and per row kTok tokens share each unpacked
+// weight block.
+template <int kTok>
+void RowsInTokenTiles(const MatArgs& a, int64_t r0, int64_t r1) {
   constexpr int64_t kTokBlock = 32;
   for (int64_t tb = 0; tb < a.n; tb += kTokBlock) {
     const int64_t te = std::min(a.n, tb + kTokBlock);
     for (int64_t r = r0; r < r1; ++r) {
       int64_t t = tb;
-      for (; t + 8 <= te; t += 8) RowTile<8>(a, r, t);
-      switch (te - t) {
-        case 7: RowTile<7>(a, r, t); break;
-        case 6: RowTile<6>(a, r, t); break;
-        case 5: RowTile<5>(a, r, t); break;
-        case 4: RowTile<4>(a, r, t); break;
-        case 3: RowTile<3>(a, r, t); break;
-        case 2: RowTile<2>(a, r, t); break;
-        case 1: RowTile<1>(a, r, t); break;
-        default: break;
-      }
+      for (; t + kTok <= te; t += kTok) RowTile<kTok>(a, r, t);
+      RowTileTail<kTok - 1>(a, r, t, te - t);
     }
   }
 }
-#endif
 
-// Rows [r0, r1) for all tokens. Tokens are processed in blocks (whose
-// activations stay in L2) and, inside a block, 4 at a time per weight row
-// (int8 types; float types tile rows too, see FloatRows).
+// Rows [r0, r1) for all tokens. Float types tile rows too (FloatRows); on
+// VNNI, Q8_0/Q4_0 take 4-row x 4-token tiles and the K-quants 8-token tiles
+// (their unpacked row block, 8 zmm, is reused by 8 token accumulators);
+// otherwise int8 types take 4 tokens per weight row.
 void MatRowsT(const MatArgs& a, int64_t r0, int64_t r1) {
   switch (a.type) {
     case DType::kF32: return FloatRows<float>(a, r0, r1);
@@ -750,23 +751,9 @@ void MatRowsT(const MatArgs& a, int64_t r0, int64_t r1) {
     case DType::kQ8_0: return Int8RowsVnni<Q8_0Vnni>(a, r0, r1);
     case DType::kQ4_0: return Int8RowsVnni<Q4_0Vnni>(a, r0, r1);
     case DType::kQ4_K:
-    case DType::kQ6_K: return KQuantRowsVnni(a, r0, r1);
+    case DType::kQ6_K: return RowsInTokenTiles<8>(a, r0, r1);
 #endif
-    default: break;
-  }
-  constexpr int64_t kTokBlock = 32;
-  for (int64_t tb = 0; tb < a.n; tb += kTokBlock) {
-    const int64_t te = std::min(a.n, tb + kTokBlock);
-    for (int64_t r = r0; r < r1; ++r) {
-      int64_t t = tb;
-      for (; t + kMaxTok <= te; t += kMaxTok) RowTile<kMaxTok>(a, r, t);
-      switch (te - t) {
-        case 3: RowTile<3>(a, r, t); break;
-        case 2: RowTile<2>(a, r, t); break;
-        case 1: RowTile<1>(a, r, t); break;
-        default: break;
-      }
-    }
+    default: return RowsInTokenTiles<kMaxTok>(a, r0, r1);
   }
 }
 

@@ -154,6 +154,14 @@ HWY_INLINE void Q4_KRowDotVnni(const BlockQ4_K* w, const BlockQ8_K* const* a, in
 // q in [0, 63], groups g of 16. Per half (128 elements) two zmm of quants:
 // elements 0..63 (ql low nibbles) and 64..127 (ql high nibbles), each with
 // the 2 high bits from qh; their scales are 4 consecutive groups.
+// kQ6KScalePick[m][l] = 4 m + l / 8: see Q6_KRowDotVnni.
+alignas(64) constexpr int16_t kQ6KScalePick[4][32] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
+    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13,
+     14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15}};
+
 template <int NT>
 HWY_INLINE void Q6_KRowDotVnni(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
   __m512 acc[NT];
@@ -166,11 +174,8 @@ HWY_INLINE void Q6_KRowDotVnni(const BlockQ6_K* w, const BlockQ8_K* const* a, in
       _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(4)), _mm256_set1_epi16(6), 1);
   // permutexvar indices: i16 lanes 8k..8k+7 <- scale 4m + k (m = 0..3 selects the 64-element chunk).
   __m512i pick[4];
-  for (int m = 0; m < 4; ++m) {
-    alignas(64) int16_t idx[32];
-    for (int l = 0; l < 32; ++l) idx[l] = static_cast<int16_t>(4 * m + l / 8);
-    pick[m] = _mm512_load_si512(idx);
-  }
+  SKIPKV_UNROLL
+  for (int m = 0; m < 4; ++m) pick[m] = _mm512_load_si512(kQ6KScalePick[m]);
   for (int64_t b = 0; b < nb; ++b) {
     const float d = F16Scalar(w[b].d);
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)));
