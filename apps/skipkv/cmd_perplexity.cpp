@@ -10,6 +10,7 @@
 #include <string>
 
 #include "command_registry.h"
+#include "engine_options.h"
 #include "skipkv/engine.h"
 
 namespace skipkv::cli {
@@ -36,15 +37,9 @@ int RunPerplexity(const PplOptions& o) {
   std::ifstream in(o.file, std::ios::binary);
   if (!in) return Fail("cannot open text file '" + o.file + "'");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EngineOptions eo;
-  eo.model_path = o.model;
-  eo.tokenizer_path = o.tokenizer;
-  eo.threads = o.threads;
-  auto kv_type = ParseKvDType(o.kv_type);
-  if (!kv_type.ok()) return Fail(kv_type.status().message());
-  eo.kv_type = *kv_type;
-  eo.n_ubatch = o.n_ubatch;
-  eo.n_batch = std::max(2048, o.n_ubatch);
+  auto common = CommonEngineOptions(o.model, o.tokenizer, o.threads, o.kv_type, o.n_ubatch);
+  if (!common.ok()) return Fail(common.status().message());
+  EngineOptions eo = *common;
   auto engine = Engine::Create(eo);
   if (!engine.ok()) return Fail(engine.status().ToString());
   PerplexityOptions po = o.ppl;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "command_registry.h"
+#include "engine_options.h"
 #include "skipkv/engine.h"
 
 namespace skipkv::cli {
@@ -122,21 +123,15 @@ void PrintSummary(const GenerationResult& r, size_t n_requests) {
 }
 
 int RunGenerate(RunOptions o) {
-  EngineOptions eo;
-  eo.model_path = o.model;
-  eo.tokenizer_path = o.tokenizer;
-  eo.threads = o.threads;
-  auto kv_type = ParseKvDType(o.kv_type);
-  if (!kv_type.ok()) return Fail(kv_type.status().message());
-  eo.kv_type = *kv_type;
+  auto common = CommonEngineOptions(o.model, o.tokenizer, o.threads, o.kv_type, o.n_ubatch);
+  if (!common.ok()) return Fail(common.status().message());
+  EngineOptions eo = *common;
   auto pad = ParsePadPolicy(o.pad_policy);
   if (!pad.ok()) return Fail(pad.status().message());
   o.kv.pad_policy = *pad;
   eo.kv = o.kv;
   eo.batch_size = o.batch_size;
   eo.sort_by_length = !o.no_sort;
-  eo.n_ubatch = o.n_ubatch;
-  eo.n_batch = std::max(2048, o.n_ubatch);
   eo.n_ctx = o.n_ctx;
   eo.chat_template = o.chat_template;
 
