@@ -15,11 +15,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "io/embedded/embedded_model.h"
 #include "io/model_source.h"
@@ -236,7 +235,8 @@ TEST(SkipkvStoriesTest, VerbatimRepeatsEnterTAndAreEvictedFirst) {
   //    compression are the previous survivors plus every position fed since.
   std::ifstream in(trace);
   ASSERT_TRUE(in) << trace;
-  std::map<std::pair<int, int>, std::set<int32_t>> before_next;  // (layer, head) -> kept after the last compression
+  std::map<std::pair<int, int>, std::set<int32_t>>
+      before_next;  // (layer, head) -> kept after the last compression
   int64_t penalised_evicted = 0, lines = 0;
   std::string line;
   while (std::getline(in, line)) {
