@@ -12,6 +12,7 @@
 #include "eval/dataset.h"
 #include "eval/jsonl.h"
 #include "eval/prompt.h"
+#include "eval/provenance.h"
 #include "eval/results.h"
 
 namespace skipkv::eval {
@@ -242,6 +243,35 @@ TEST(EvalResultsTest, SummarizeAveragesSamplesPerProblem) {
   EXPECT_DOUBLE_EQ(r["kv_peak_bytes_max"].get<double>(), 600.0);
   EXPECT_DOUBLE_EQ(r["kv_peak_bytes_mean"].get<double>(), 350.0);
   EXPECT_DOUBLE_EQ(r["compressions_mean"].get<double>(), 2.0);
+}
+
+TEST(EvalProvenanceTest, ContentDigestTellsFilesApart) {
+  const std::string a = TempPath("digest_a.bin"), b = TempPath("digest_b.bin");
+  std::string bytes(100003, 'x');
+  WriteFile(a, bytes);
+  bytes[77777] = 'y';
+  WriteFile(b, bytes);
+  auto da = ContentDigest(a), da2 = ContentDigest(a), db = ContentDigest(b);
+  ASSERT_TRUE(da.ok() && da2.ok() && db.ok());
+  EXPECT_EQ(*da, *da2);
+  EXPECT_NE(*da, *db);
+  EXPECT_EQ(da->rfind("xh64:", 0), 0u);
+  EXPECT_EQ(da->size(), 5u + 16u);
+  // A file and the same bytes one shorter differ (the length is hashed).
+  WriteFile(b, std::string(100002, 'x'));
+  EXPECT_NE(*ContentDigest(b), *da);
+  // A directory: its files' names and contents.
+  const std::string dir = TempPath("digest_dir");
+  std::filesystem::create_directories(dir + "/sub");
+  WriteFile(dir + "/config.json", "{}");
+  WriteFile(dir + "/sub/w.bin", "abc");
+  auto d1 = ContentDigest(dir);
+  ASSERT_TRUE(d1.ok()) << d1.status().ToString();
+  WriteFile(dir + "/sub/w.bin", "abd");
+  EXPECT_NE(*ContentDigest(dir), *d1);
+  EXPECT_EQ(*ContentDigest(":default:"), "embedded:stories260K");
+  EXPECT_FALSE(ContentDigest(TempPath("no_such_file")).ok());
+  EXPECT_FALSE(SourceCommit().empty());
 }
 
 }  // namespace
