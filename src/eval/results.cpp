@@ -224,7 +224,8 @@ std::vector<nlohmann::json> Summarize(const std::vector<nlohmann::json>& rows) {
     a.pad_sum += kv.value("pad_len", 0.0);
     a.eff_sum += kv.value("effective_budget", 0.0);
     a.compressions_sum += kv.value("compressions", 0.0);
-    for (const auto& [name, v] : r.value("diagnostics", nlohmann::json::object()).items()) {
+    const nlohmann::json diagnostics = r.value("diagnostics", nlohmann::json::object());  // outlives the loop
+    for (const auto& [name, v] : diagnostics.items()) {
       if (!v.is_number()) continue;
       auto& d = a.diag[name];
       d.first += v.get<double>();

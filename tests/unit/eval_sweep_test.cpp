@@ -229,6 +229,8 @@ TEST(EvalResultsTest, SummarizeAveragesSamplesPerProblem) {
       Row("2", "rkv", 512, 0, false, 50, run), Row("2", "rkv", 512, 1, false, 60, run),
       Row("0", "full", 0, 0, true, 7, run),
   };
+  rows[0]["diagnostics"] = {{"skipkv.sentences", 4}, {"note", "text is ignored"}};
+  rows[1]["diagnostics"] = {{"skipkv.sentences", 8}};
   const auto s = Summarize(rows);
   ASSERT_EQ(s.size(), 2u);
   EXPECT_EQ(s[0]["method"], "full");
@@ -243,6 +245,8 @@ TEST(EvalResultsTest, SummarizeAveragesSamplesPerProblem) {
   EXPECT_DOUBLE_EQ(r["kv_peak_bytes_max"].get<double>(), 600.0);
   EXPECT_DOUBLE_EQ(r["kv_peak_bytes_mean"].get<double>(), 350.0);
   EXPECT_DOUBLE_EQ(r["compressions_mean"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(r["diagnostics_mean"]["skipkv.sentences"].get<double>(), 6.0);
+  EXPECT_FALSE(r["diagnostics_mean"].contains("note"));
 }
 
 TEST(EvalProvenanceTest, ContentDigestTellsFilesApart) {
