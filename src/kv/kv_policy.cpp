@@ -21,7 +21,7 @@ constexpr PolicyEntry kPolicies[] = {
     {"full", policies::MakeFull},      {"streaming", policies::MakeStreaming},
     {"h2o", policies::MakeH2oRkv},     {"h2o_rkv", policies::MakeH2oRkv},
     {"h2o_acc", policies::MakeH2oAcc}, {"snapkv", policies::MakeSnapKv},
-    {"rkv", policies::MakeRkv},
+    {"rkv", policies::MakeRkv},        {"skipkv", policies::MakeSkipkv},
 };
 
 const PolicyEntry* FindPolicy(const std::string& name) {
@@ -84,6 +84,10 @@ Status ValidateKvPolicyConfig(const KvPolicyConfig& config) {
                              ") must be in [0, budget − window] = [0, " + Val(config.budget - config.window) +
                              "]");
     }
+  }
+  if (config.policy == "skipkv") {
+    Status st = ValidateSkipkvConfig(config.skipkv);
+    if (!st.ok()) return st.WithContext("kv policy 'skipkv'");
   }
   if (config.policy == "h2o_acc") {
     KvPolicyConfig c = config;

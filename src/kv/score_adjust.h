@@ -30,6 +30,8 @@ class GenPosRangePenalty : public SlotScoreAdjuster {
   // never candidates); score[lo..hi] −= λ when lo ≤ hi. Overlapping ranges add.
   void Adjust(int layer, int kv_head, std::span<const int32_t> gen_pos,
               std::span<float> score) const override;
+  // Slots of `gen_pos` (strictly ascending) inside the union of the ranges.
+  int64_t CountPenalized(std::span<const int32_t> gen_pos) const override;
 
  private:
   std::map<std::pair<int32_t, int32_t>, float> ranges_;

@@ -16,5 +16,6 @@ std::unique_ptr<KvPolicy> MakeH2oRkv(const KvPolicyConfig& config);     // h2o_r
 std::unique_ptr<KvPolicy> MakeH2oAcc(const KvPolicyConfig& config);     // h2o_acc.cpp
 std::unique_ptr<KvPolicy> MakeSnapKv(const KvPolicyConfig& config);     // snapkv.cpp
 std::unique_ptr<KvPolicy> MakeRkv(const KvPolicyConfig& config);        // rkv.cpp
+std::unique_ptr<KvPolicy> MakeSkipkv(const KvPolicyConfig& config);     // skipkv.cpp
 
 }  // namespace skipkv::policies
