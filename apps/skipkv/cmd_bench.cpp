@@ -78,6 +78,8 @@ struct Sample {
   std::vector<double> tokens_per_s;
   std::vector<double> compress_share;  // compression time / decode time (policies only)
   std::vector<double> sentence_share;  // skipkv: sentence hooks' time / decode time
+  double redundant_sentences = 0;      // skipkv: |T| of sequence 0 (last repetition)
+  int64_t penalized_evicted = 0;       // skipkv: its penalised slots evicted
   size_t kv_bytes = 0;                 // allocated K+V bytes of all sequences
   double Median() const {
     auto v = tokens_per_s;
@@ -91,6 +93,10 @@ struct DecodeResult {
   double compress_share = 0;
   size_t kv_bytes = 0;
   double sentence_share = 0;
+  // skipkv, sequence 0 at the end: |T| and the penalised slots evicted (all
+  // compressions of the repetition), so a run shows the penalty was exercised.
+  double redundant_sentences = 0;
+  int64_t penalized_evicted = 0;
 };
 
 class Bench {
@@ -216,6 +222,11 @@ class Bench {
         static_cast<double>(n_seqs) * steps / (decode_s + (compress_per_step + sentence_per_step) * steps);
     r.compress_share = policy ? compress_per_step * steps / decode_s : 0;
     r.sentence_share = sentence_per_step * steps / decode_s;
+    if (!hooks.empty()) {
+      for (const auto& [name, value] : hooks[0]->Diagnostics())
+        if (name == "skipkv.redundant_sentences") r.redundant_sentences = value;
+      r.penalized_evicted = compressors[0]->stats().penalized_evicted;
+    }
     for (const auto& c : caches) r.kv_bytes += c->AllocatedKvBytes();
     return r;
   }
@@ -370,6 +381,8 @@ int RunBench(const BenchOptions& o) {
         s.tokens_per_s.push_back(v->tokens_per_s);
         s.compress_share.push_back(v->compress_share);
         s.sentence_share.push_back(v->sentence_share);
+        s.redundant_sentences = v->redundant_sentences;
+        s.penalized_evicted = v->penalized_evicted;
         s.kv_bytes = v->kv_bytes;
       }
       auto [lo, hi] = std::minmax_element(s.tokens_per_s.begin(), s.tokens_per_s.end());
@@ -383,7 +396,8 @@ int RunBench(const BenchOptions& o) {
         if (o.kv.policy == "skipkv") {
           auto t = s.sentence_share;
           std::sort(t.begin(), t.end());
-          std::printf(", sentences %.2f%%", 100 * t[t.size() / 2]);
+          std::printf(", sentences %.4f%% (|T| %.0f, penalised slots evicted %lld)", 100 * t[t.size() / 2],
+                      s.redundant_sentences, static_cast<long long>(s.penalized_evicted));
         }
       }
       std::printf("\n");
@@ -418,7 +432,8 @@ int RunBench(const BenchOptions& o) {
                           {"median_tokens_per_s", s.Median()},          {"weight_bytes", weight_bytes},
                           {"kv_policy", o.kv.policy},                    {"kv_budget", o.kv.budget},
                           {"kv_interval", o.kv.interval},                {"kv_bytes", s.kv_bytes},
-                          {"compress_share", s.compress_share},          {"sentence_share", s.sentence_share}};
+                          {"compress_share", s.compress_share},          {"sentence_share", s.sentence_share},
+                          {"redundant_sentences", s.redundant_sentences}, {"penalized_evicted", s.penalized_evicted}};
       out << j.dump() << "\n";
     }
     if (!out) {

@@ -259,7 +259,17 @@ void KvCompressor::Trace(int64_t l, int layer, int64_t n_before, const LayerResu
                          const SequenceKvCache& cache) {
   std::string line = "{\"seq\":" + std::to_string(sequence_id_) + ",\"l\":" + std::to_string(l) +
                      ",\"layer\":" + std::to_string(layer) + ",\"n\":" + std::to_string(n_before);
-  if (has_adjuster()) line += ",\"penalized_evicted\":" + std::to_string(result.penalized);
+  if (has_adjuster()) {
+    int64_t ranges = 0;
+    for (const SlotScoreAdjuster* a : {state_ ? state_->adjuster() : nullptr, extra_adjuster_})
+      if (a) ranges += a->RangeCount();
+    line += ",\"penalized_ranges\":" + std::to_string(ranges) +
+            ",\"penalized_evicted\":" + std::to_string(result.penalized);
+  }
+  if (policy_->config().pad_policy == PadPolicy::kPadded) {
+    line += ",\"pad_len\":" + std::to_string(stats_.pad_len) +
+            ",\"effective_budget\":" + std::to_string(stats_.effective_budget);
+  }
   line += ",\"kept\":[";
   const int64_t n = cache.size(layer);
   for (int h = 0; h < cache.shape().n_kv_heads; ++h) {

@@ -35,11 +35,14 @@ namespace skipkv {
 
 // Thread-safe JSONL writer shared by the compressors of a run. One line per
 // (compression, traced layer):
-//   {"seq":3,"l":1280,"layer":0,"n":1152,"penalized_evicted":40,"kept":[[[0,3],[17,17],...],[...]]}
+//   {"seq":3,"l":1280,"layer":0,"n":1152,"penalized_ranges":5,"penalized_evicted":40,
+//    "kept":[[[0,3],[17,17],...],[...]]}
 // seq = sequence id, l = tokens processed before the compressing forward,
-// n = slots before the compression, penalized_evicted = evicted slots of the
-// layer (all KV heads) that a score adjuster penalised (SkipKV: slots of
-// redundant sentences; only when an adjuster is installed), kept[h] = the kept gen_pos of KV head h
+// n = slots before the compression; only when a score adjuster is installed:
+// penalized_ranges = the ranges it penalised (SkipKV: |T|), penalized_evicted
+// = evicted slots of the layer (all KV heads) inside them (SkipKV: slots of
+// redundant sentences); only in padded mode: pad_len = Δpad and
+// effective_budget = B − Δpad (Eq. 12); kept[h] = the kept gen_pos of KV head h
 // as inclusive runs [first, last] of consecutive positions (compact: the
 // recent part is one run).
 class KvTraceWriter {

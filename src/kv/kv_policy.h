@@ -95,6 +95,8 @@ class SlotScoreAdjuster {
   // counted once; the compressor reports it for the evicted slots (SkipKV's
   // "redundant tokens evicted per compression", spec §6.10). 0 by default.
   virtual int64_t CountPenalized(std::span<const int32_t> gen_pos) const { return 0; }
+  // How many ranges the adjuster penalises (SkipKV: |T|), for the trace. 0 by default.
+  virtual int64_t RangeCount() const { return 0; }
 };
 
 // Per-sequence policy state, created by KvPolicy::NewSequenceState and owned

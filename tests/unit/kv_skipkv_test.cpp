@@ -239,6 +239,53 @@ TEST(SkipkvPolicy, WithTEmptySelectsExactlyWhatRkvSelects) {
   }
 }
 
+TEST(SkipkvPolicy, InvariantsHoldWhileTGrows) {
+  // §6.13 with a non-empty, growing T (the EveryPolicy suite covers T
+  // empty): after every compression each (layer, head) holds exactly B
+  // slots in ascending gen_pos ending with the α most recent positions, the
+  // cache never exceeds B + Δt, and the per-compression report adds up.
+  for (PadPolicy pad : {PadPolicy::kRagged, PadPolicy::kPadded}) {
+    auto cfg = Config("skipkv", 24, 4, 8);
+    cfg.pad_policy = pad;
+    const int64_t n_pad = pad == PadPolicy::kPadded ? 5 : 0;
+    auto comp = KvCompressor::Create(cfg, 0);
+    ASSERT_TRUE(comp.ok());
+    SkipkvSequenceState* state = InstallState(**comp, true, n_pad);
+    SequenceKvCache cache(RandShape(), 32, 32);
+    for (int p = 0; p < 20; ++p) Feed(cache, 9, p, p >= n_pad);
+    std::mt19937 rng(5);
+    int32_t open_b = static_cast<int32_t>(n_pad);
+    for (int64_t l = 20; l < 400; ++l) {
+      ASSERT_TRUE(cache.Reserve(1).ok());
+      Feed(cache, 9, static_cast<int32_t>(l), true);
+      if (rng() % 6 == 0) {  // a sentence closes; every other one is redundant
+        if (rng() % 2) state->penalty.Add(open_b, static_cast<int32_t>(l), 0.95f + 0.01f * (rng() % 5));
+        open_b = static_cast<int32_t>(l) + 1;
+      }
+      const int64_t before = cache.size(0);
+      (*comp)->AfterForward(cache, l, l + 1, ForwardKind::kDecode);
+      ASSERT_LE(cache.size(0), 24 + 8);
+      if (l % 8 != 0 || before <= 24) continue;
+      for (int layer = 0; layer < kLayers; ++layer)
+        for (int h = 0; h < kKvHeads; ++h) {
+          const auto kept = Kept(cache, layer, h);
+          ASSERT_EQ(kept.size(), 24u);
+          for (size_t i = 1; i < kept.size(); ++i) ASSERT_LT(kept[i - 1], kept[i]);
+          for (int i = 0; i < 4; ++i) ASSERT_EQ(kept[20 + i], l - 3 + i);
+          for (int64_t i = 0; i < n_pad; ++i) ASSERT_EQ(kept[i], i) << "pads are kept";
+        }
+    }
+    const auto& st = (*comp)->stats();
+    EXPECT_GT(st.compressions, 40);
+    ASSERT_EQ(st.penalized_evicted_per_compression.size(), static_cast<size_t>(st.compressions));
+    int64_t sum = 0;
+    for (int64_t x : st.penalized_evicted_per_compression) sum += x;
+    EXPECT_EQ(sum, st.penalized_evicted);
+    EXPECT_GT(sum, 0);
+    EXPECT_LT(sum, st.slots_evicted);
+  }
+}
+
 TEST(SkipkvPolicy, NoSentenceScoringIgnoresT) {
   const auto cfg = Config("skipkv", 24, 4);
   auto run = [&](bool scoring, bool with_t) {
