@@ -126,9 +126,10 @@ class Bench {
   // Decode `steps` tokens per sequence for `n_seqs` sequences at context
   // depth `depth` (caches filled directly); see the file comment.
   StatusOr<DecodeResult> Decode(int n_seqs, int depth, int steps, ThreadPool& pool, uint64_t seed) {
-    const bool policy = kv_.policy != "full";
+    SKIPKV_ASSIGN_OR_RETURN(auto kv_policy, CreateKvPolicy(kv_));
+    const bool policy = kv_policy->evicts();
     KvCacheShape shape = model_.KvShape(kv_type_);
-    ConfigureCacheShape(kv_, &shape);
+    kv_policy->ConfigureCacheShape(&shape);
     std::vector<std::unique_ptr<SequenceKvCache>> caches;
     std::vector<std::unique_ptr<KvCompressor>> compressors;
     for (int s = 0; s < n_seqs; ++s) {
@@ -139,7 +140,7 @@ class Bench {
       const int64_t filled = policy ? std::min<int64_t>(depth, kv_.budget + kv_.interval - 1) : depth;
       // A policy's cache is bounded by B + Δt however deep the generation
       // (the depth came from decoding, not from a long prompt).
-      const int64_t capacity = policy ? CacheCapacity(kv_, filled) : SequenceKvCache::kUnbounded;
+      const int64_t capacity = kv_policy->CacheCapacity(filled);
       caches.push_back(std::make_unique<SequenceKvCache>(shape, filled + steps, capacity));
       if (filled > 0) SKIPKV_RETURN_IF_ERROR(FillSyntheticKv(*caches.back(), filled, seed + s));
       if (policy) {
@@ -158,7 +159,7 @@ class Bench {
     // SkipKV: the sentence hooks of each sequence, linked to its compressor's
     // state, warmed up through the history 0..l0−1.
     std::vector<std::unique_ptr<SequenceHooks>> hooks;
-    if (kv_.policy == "skipkv") {
+    if (kv_policy->uses_sentences()) {
       for (int s = 0; s < n_seqs; ++s) {
         auto state = std::make_unique<SkipkvSequenceState>(kv_.skipkv.sentence_scoring);
         hooks.push_back(MakeSkipkvSentenceHooks(kv_.skipkv, sets_,
@@ -318,12 +319,9 @@ int RunBench(const BenchOptions& o) {
     std::fprintf(stderr, "skipkv bench: %s\n", st.message().c_str());
     return 2;
   }
-  if (o.kv.policy != "full") {
-    Status st = ValidateKvPolicyConfig(o.kv);
-    if (!st.ok()) {
-      std::fprintf(stderr, "skipkv bench: %s\n", st.message().c_str());
-      return 2;
-    }
+  if (Status st = ValidateKvPolicyConfig(o.kv); !st.ok()) {
+    std::fprintf(stderr, "skipkv bench: %s\n", st.message().c_str());
+    return 2;
   }
   auto src = OpenModel(o.model);
   if (!src.ok()) {
@@ -338,7 +336,7 @@ int RunBench(const BenchOptions& o) {
   }
   const Model& model = **model_or;
   std::shared_ptr<const SkipkvTokenSets> skipkv_sets;
-  if (o.kv.policy == "skipkv") {
+  if (KvPolicyUsesSentences(o.kv)) {
     auto tok = Tokenizer::FromModelSource(*source);
     StatusOr<SkipkvTokenSets> sets = tok.ok() ? BuildSkipkvTokenSets(**tok, o.kv.skipkv.delimiters)
                                               : StatusOr<SkipkvTokenSets>(tok.status());
@@ -389,11 +387,11 @@ int RunBench(const BenchOptions& o) {
       std::printf("| %7d | %6d | %-12s | %12.2f | %8.2f .. %8.2f |", threads, s.batch, s.test.c_str(), s.Median(),
                   *lo, *hi);
       if (s.kv_bytes) std::printf(" KV %s", HumanBytes(static_cast<double>(s.kv_bytes)).c_str());
-      if (o.kv.policy != "full" && s.depth > 0) {
+      if (KvPolicyEvicts(o.kv) && s.depth > 0) {
         auto c = s.compress_share;
         std::sort(c.begin(), c.end());
         std::printf(", compression %.1f%% of decode", 100 * c[c.size() / 2]);
-        if (o.kv.policy == "skipkv") {
+        if (skipkv_sets) {
           auto t = s.sentence_share;
           std::sort(t.begin(), t.end());
           std::printf(", sentences %.4f%% (|T| %.0f, penalised slots evicted %lld)", 100 * t[t.size() / 2],

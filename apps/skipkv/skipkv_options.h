@@ -2,8 +2,8 @@
 // SkipkvConfig, spec §6.11): --sim-threshold, --min-sentence-tokens,
 // --pss-include-prompt, --max-sentences, --sentence-delimiters,
 // --no-sentence-scoring. Values are checked by ValidateKvPolicyConfig (τ in
-// (0, 1], K >= 1, ...); Finish() also refuses them without --kv-policy
-// skipkv and parses the delimiter list.
+// (0, 1], K >= 1, ...); Finish() also refuses them under a policy that does
+// not use sentences (KvPolicy::uses_sentences) and parses the delimiter list.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -97,11 +97,11 @@ class SkipkvOptions {
   // After parsing: refuses SkipKV options under another policy and applies
   // the delimiter list.
   Status Finish() {
-    if (kv_->policy != "skipkv") {
+    if (!KvPolicyUsesSentences(*kv_)) {
       for (const CLI::Option* o : opts_) {
         if (o->count() > 0) {
-          return InvalidArgument(o->get_name() + " applies to --kv-policy skipkv only (the policy is '" +
-                                 kv_->policy + "')");
+          return InvalidArgument(o->get_name() + " applies to a policy that uses sentences (--kv-policy " +
+                                 "skipkv) only; the policy is '" + kv_->policy + "'");
         }
       }
     }

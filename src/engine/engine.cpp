@@ -108,9 +108,9 @@ StatusOr<std::unique_ptr<Engine::Impl>> Engine::Impl::Create(const EngineOptions
   return impl;
 }
 
-KvCacheShape Engine::Impl::CacheShape(const KvPolicyConfig& kv) const {
-  KvCacheShape shape = model->KvShape(options.kv_type, kv.window, false);
-  ConfigureCacheShape(kv, &shape);
+KvCacheShape Engine::Impl::CacheShape(const KvPolicy& policy) const {
+  KvCacheShape shape = model->KvShape(options.kv_type, policy.config().window, false);
+  policy.ConfigureCacheShape(&shape);
   return shape;
 }
 

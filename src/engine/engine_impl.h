@@ -35,8 +35,8 @@ class Engine::Impl {
   // One (optional system +) user turn in the chat template, with the generation prompt.
   StatusOr<std::vector<int32_t>> TokenizeChat(const std::string& system, const std::string& user) const;
 
-  // The cache shape for this model under the policy `kv` and the kv type.
-  KvCacheShape CacheShape(const KvPolicyConfig& kv) const;
+  // The cache shape for this model under `policy` and the kv type.
+  KvCacheShape CacheShape(const KvPolicy& policy) const;
   // The token fed in pad slots of the padded mode (never attended): the
   // tokenizer's pad, else EOS (as R-KV's run_math.py), else 0.
   int32_t PadToken() const;

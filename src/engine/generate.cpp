@@ -157,8 +157,8 @@ Status GenerationRun::Start(Sequence& s) {
   // The last sampled token is never fed, so a request needs at most
   // stream + max_new_tokens − 1 slots.
   const int64_t needed = stream + r.max_new_tokens;
-  const KvPolicyConfig& kv = s.method->config().kv;
-  int64_t cap = CacheCapacity(kv, stream);
+  const KvPolicy& policy = *s.method->policy();
+  int64_t cap = policy.CacheCapacity(stream);
   int64_t initial, max_cap;
   if (cap == SequenceKvCache::kUnbounded) {
     initial = stream + std::min<int64_t>(r.max_new_tokens, 512);  // grows geometrically beyond
@@ -166,7 +166,7 @@ Status GenerationRun::Start(Sequence& s) {
   } else {
     initial = max_cap = std::min(cap, needed);
   }
-  s.cache = std::make_unique<SequenceKvCache>(e_.CacheShape(kv), initial, max_cap);
+  s.cache = std::make_unique<SequenceKvCache>(e_.CacheShape(policy), initial, max_cap);
   s.compressor = std::make_unique<KvCompressor>(s.method->policy(), static_cast<int64_t>(s.index), trace_);
   engine::Method::SequenceParts parts = s.method->NewSequence();
   SKIPKV_RETURN_IF_ERROR(s.compressor->Reset(s.pad_len, std::move(parts.state)));

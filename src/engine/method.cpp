@@ -60,18 +60,19 @@ std::vector<std::pair<std::string, std::string>> MethodFields(const MethodConfig
       {"policy", kv.policy},
       {"pad_policy", kv.pad_policy == PadPolicy::kPadded ? "padded" : "ragged"},
   };
-  if (kv.policy == "full") return f;
+  // Fields by policy property: the eviction fields when it evicts, the
+  // sentence fields when it uses sentences (every field of an invalid config).
+  const bool valid = ValidateKvPolicyConfig(kv).ok();
+  if (valid && !KvPolicyEvicts(kv)) return f;
   f.push_back({"budget", Num(kv.budget)});
   f.push_back({"window", Num(int64_t{kv.window})});
   f.push_back({"interval", Num(kv.interval)});
-  if (kv.policy == "rkv" || kv.policy == "skipkv") f.push_back({"mix_lambda", Num(kv.mix_lambda)});
-  if (kv.policy != "streaming" && kv.policy != "h2o_acc") f.push_back({"pool_kernel", Num(int64_t{kv.pool_kernel})});
-  if (kv.policy == "h2o_acc") {
-    f.push_back({"h2o_heavy", Num(kv.h2o_heavy)});
-    f.push_back({"h2o_recent", Num(kv.h2o_recent)});
-  }
-  if (kv.policy == "streaming") f.push_back({"streaming_sinks", Num(int64_t{kv.streaming_sinks})});
-  if (kv.policy == "skipkv") {
+  f.push_back({"mix_lambda", Num(kv.mix_lambda)});
+  f.push_back({"pool_kernel", Num(int64_t{kv.pool_kernel})});
+  f.push_back({"h2o_heavy", Num(kv.h2o_heavy)});
+  f.push_back({"h2o_recent", Num(kv.h2o_recent)});
+  f.push_back({"streaming_sinks", Num(int64_t{kv.streaming_sinks})});
+  if (!valid || KvPolicyUsesSentences(kv)) {
     const SkipkvConfig& s = kv.skipkv;
     f.push_back({"skipkv.sim_threshold", Num(s.sim_threshold)});
     f.push_back({"skipkv.min_sentence_tokens", Num(int64_t{s.min_sentence_tokens})});

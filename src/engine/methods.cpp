@@ -9,7 +9,7 @@ namespace skipkv::engine {
 
 Method::SequenceParts Method::NewSequence() const {
   SequenceParts parts;
-  if (config_.kv.policy == "skipkv") {
+  if (policy_->uses_sentences()) {
     const SkipkvConfig& sk = config_.kv.skipkv;
     auto state = std::make_unique<SkipkvSequenceState>(sk.sentence_scoring);
     // Without sentence scoring the tracker still computes T (diagnostics) but
@@ -33,7 +33,7 @@ StatusOr<std::shared_ptr<const Method>> MethodTable::Resolve(const MethodConfig&
   SKIPKV_RETURN_IF_ERROR(ValidateMethod(c));
   auto m = std::make_shared<Method>();
   SKIPKV_ASSIGN_OR_RETURN(m->policy_, CreateKvPolicy(c.kv));
-  if (c.kv.policy == "skipkv") {
+  if (m->policy_->uses_sentences()) {
     StatusOr<SkipkvTokenSets> sets = BuildSkipkvTokenSets(*tokenizer_, c.kv.skipkv.delimiters);
     if (!sets.ok()) return sets.status().WithContext("method '" + c.name + "': SkipKV token sets");
     m->skipkv_sets_ = std::make_shared<const SkipkvTokenSets>(std::move(sets).value());

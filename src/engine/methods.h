@@ -39,7 +39,7 @@ class Method {
   friend class MethodTable;
   MethodConfig config_;
   std::shared_ptr<const KvPolicy> policy_;
-  std::shared_ptr<const SkipkvTokenSets> skipkv_sets_;  // skipkv only
+  std::shared_ptr<const SkipkvTokenSets> skipkv_sets_;  // policies that use_sentences() only
 };
 
 class MethodTable {

@@ -206,7 +206,8 @@ std::vector<std::vector<int32_t>> RunBatch(const KvPolicyConfig& cfg, const std:
   std::vector<SequenceKvCache> caches;
   std::vector<KvCompressor> comps;
   for (size_t r = 0; r < pads.size(); ++r) {
-    caches.emplace_back(RandShape(), CacheCapacity(cfg, prompt), CacheCapacity(cfg, prompt));
+    const int64_t cap = (*policy)->CacheCapacity(prompt);
+    caches.emplace_back(RandShape(), cap, cap);
     comps.emplace_back(*policy, static_cast<int64_t>(r));
     EXPECT_TRUE(comps.back().Reset(pads[r]).ok());
     for (int64_t p = 0; p < prompt; ++p) Feed(caches[r], 10 + r, static_cast<int32_t>(p), p >= pads[r]);

@@ -16,7 +16,6 @@
 //     reference returns them in score order).
 #include "kv/policies/rkv.h"
 
-#include "kv/policies/policies.h"
 #include "kv/scores.h"
 
 namespace skipkv::policies {
@@ -35,8 +34,9 @@ void RkvPolicy::ScoreHead(const KvLayerInput& in, int h, KvScratch& scratch, std
   kvscore::MixScores(scratch.imp.data(), scratch.red.data(), n_cand, config().mix_lambda, score.data());
 }
 
-std::unique_ptr<KvPolicy> MakeRkv(const KvPolicyConfig& config) {
-  return std::make_unique<RkvPolicy>(config);
+StatusOr<std::unique_ptr<KvPolicy>> MakeRkv(const KvPolicyConfig& config) {
+  SKIPKV_RETURN_IF_ERROR(ValidateEvictionConfig(config));
+  return std::unique_ptr<KvPolicy>(std::make_unique<RkvPolicy>(config));
 }
 
 }  // namespace skipkv::policies
