@@ -1,0 +1,232 @@
+#include "eval/sweep.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "eval/extract.h"
+#include "eval/math_equal.h"
+#include "eval/provenance.h"
+
+namespace skipkv::eval {
+namespace {
+
+struct Item {
+  size_t pair = 0;     // index into config.pairs
+  size_t problem = 0;  // index into config.problems
+  int sample = 0;
+  RowKey key;
+};
+
+uint64_t SampleSeed(uint64_t base, const std::string& problem, int sample) {
+  uint64_t h = base ^ 0x9E3779B97F4A7C15ull;
+  for (unsigned char c : problem) h = (h ^ c) * 1099511628211ull;
+  h ^= static_cast<uint64_t>(sample) * 0xff51afd7ed558ccdull;
+  h ^= h >> 29;
+  return h;
+}
+
+int64_t PairBudget(const MethodPreset& p) { return p.full() ? 0 : p.method.kv.budget; }
+
+std::string PairLabel(const MethodPreset& p) {
+  return p.full() ? p.method.name : p.method.name + "@" + std::to_string(p.method.kv.budget);
+}
+
+nlohmann::json KvJson(const KvStats& kv) {
+  return {{"peak_live_bytes", kv.peak_live_bytes},
+          {"final_live_bytes", kv.final_live_bytes},
+          {"allocated_bytes", kv.allocated_bytes},
+          {"peak_slots", kv.peak_slots},
+          {"final_slots", kv.final_slots},
+          {"compressions", kv.compressions},
+          {"slots_evicted", kv.slots_evicted},
+          {"compress_ms", kv.compress_ms},
+          {"pad_len", kv.pad_len},
+          {"effective_budget", kv.effective_budget},
+          {"penalized_evicted", kv.penalized_evicted}};
+}
+
+}  // namespace
+
+StatusOr<nlohmann::json> RunFingerprint(const SweepConfig& c, const Engine& engine) {
+  SKIPKV_ASSIGN_OR_RETURN(std::string model_digest, ContentDigest(c.model_path));
+  SKIPKV_ASSIGN_OR_RETURN(std::string dataset_digest, ContentDigest(c.dataset.path));
+  const ModelInfo& info = engine.info();
+  const EngineOptions& eo = engine.options();
+  return nlohmann::json{
+      {"dataset", c.dataset.name},
+      {"dataset_digest", dataset_digest},
+      {"fields",
+       {{"question", c.dataset.question_field},
+        {"answer", c.dataset.answer_field},
+        {"id", c.dataset.id_field}}},
+      {"model", info.name},
+      {"model_digest", model_digest},
+      {"architecture", info.architecture},
+      {"tokenizer", eo.tokenizer_path.empty() ? "(from the model)" : eo.tokenizer_path},
+      {"chat_template", c.prompt == PromptStyle::kChat ? info.chat_template : "raw"},
+      {"prompt", PromptStyleName(c.prompt)},
+      {"max_gen", c.max_gen},
+      {"samples", c.samples},
+      {"sampling",
+       {{"temperature", c.sampling.temperature},
+        {"top_k", c.sampling.top_k},
+        {"top_p", c.sampling.top_p},
+        {"min_p", c.sampling.min_p},
+        {"seed", c.sampling.seed}}},
+      {"kv_type", eo.kv_type == KvDType::kF16 ? "f16" : "f32"},
+      {"pad_policy", eo.kv.pad_policy == PadPolicy::kPadded ? "padded" : "ragged"},
+      {"batch_size", c.batch_size},
+      {"n_ctx", info.context_length},
+      {"commit", SourceCommit()},
+  };
+}
+
+StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const SweepProgressCallback& progress) {
+  if (c.max_gen < 1) return InvalidArgument("max_gen (" + std::to_string(c.max_gen) + ") must be >= 1");
+  if (c.samples < 1) return InvalidArgument("samples (" + std::to_string(c.samples) + ") must be >= 1");
+  if (c.batch_size < 1)
+    return InvalidArgument("batch_size (" + std::to_string(c.batch_size) + ") must be >= 1");
+  if (c.pairs.empty()) return InvalidArgument("no methods to run");
+  const bool padded = engine.options().kv.pad_policy == PadPolicy::kPadded;
+  if (padded && engine.options().sort_by_length)
+    return InvalidArgument("a padded sweep needs an engine with sort_by_length = false (the sweep groups)");
+  SKIPKV_ASSIGN_OR_RETURN(nlohmann::json run, RunFingerprint(c, engine));
+  // Resume: rows already in the file (same run configuration). A method's
+  // configuration depends on the budget, so it is checked per row below.
+  SKIPKV_ASSIGN_OR_RETURN(auto finished, ReadFinishedRows(c.output, run, {}));
+
+  // Prompt lengths for grouping (the tokenization Generate uses).
+  std::vector<int64_t> prompt_len(c.problems.size(), -1);
+  const bool any_grouping =
+      std::any_of(c.pairs.begin(), c.pairs.end(), [](const auto& p) { return p.grouping; });
+  std::vector<size_t> shard_problems;
+  for (size_t i = 0; i < c.problems.size(); ++i)
+    if (c.shard.Contains(i)) shard_problems.push_back(i);
+  if (any_grouping) {
+    for (size_t i : shard_problems) {
+      SKIPKV_ASSIGN_OR_RETURN(auto ids, engine.Tokenize(RkvInstruction(c.problems[i].question), true,
+                                                        c.prompt == PromptStyle::kChat));
+      prompt_len[i] = static_cast<int64_t>(ids.size());
+    }
+  }
+
+  SweepResult result;
+  SweepProgress prog;
+  std::vector<Item> pending;
+  for (size_t pi = 0; pi < c.pairs.size(); ++pi) {
+    const MethodPreset& pair = c.pairs[pi];
+    const nlohmann::json mj = nlohmann::json::parse(PresetJson(pair));
+    std::vector<size_t> order = shard_problems;
+    if (pair.grouping) {
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return prompt_len[a] < prompt_len[b]; });
+    }
+    auto& acc = prog.accuracy[PairLabel(pair)];
+    for (size_t prob : order) {
+      for (int k = 0; k < c.samples; ++k) {
+        Item it{pi, prob, k, RowKey{c.problems[prob].id, pair.method.name, PairBudget(pair), k}};
+        auto f = finished.find(it.key);
+        if (f != finished.end()) {
+          const auto cit = f->second.find("method_config");
+          const std::string d = cit == f->second.end() ? "(missing)" : FirstDifference(*cit, mj);
+          if (!d.empty())
+            return InvalidArgument(c.output + ": " + it.key.ToString() +
+                                   " ran with another method configuration (field '" + d +
+                                   "'); give the changed method another label (LABEL=PRESET)");
+          ++result.resumed;
+          ++acc.second;
+          acc.first += f->second.value("correct", false);
+          result.rows.push_back(f->second);
+          continue;
+        }
+        pending.push_back(std::move(it));
+      }
+    }
+  }
+  prog.total = static_cast<int64_t>(pending.size());
+  prog.resumed = result.resumed;
+  if (progress) progress(prog);
+  if (pending.empty()) return result;
+
+  SKIPKV_ASSIGN_OR_RETURN(auto writer, ResultsWriter::Open(c.output));
+  const auto start = std::chrono::steady_clock::now();
+  size_t pos = 0;
+  while (pos < pending.size()) {
+    // One Generate call: up to batch_size items; padded mode stays within one pair.
+    size_t end = pos;
+    while (end < pending.size() && end - pos < static_cast<size_t>(c.batch_size) &&
+           (!padded || pending[end].pair == pending[pos].pair))
+      ++end;
+    std::vector<Request> requests;
+    std::vector<uint64_t> seeds;
+    for (size_t i = pos; i < end; ++i) {
+      const Item& it = pending[i];
+      Request r;
+      r.prompt = RkvInstruction(c.problems[it.problem].question);
+      r.chat = c.prompt == PromptStyle::kChat;
+      r.sampling = c.sampling;
+      r.sampling.seed = SampleSeed(c.sampling.seed, it.key.problem, it.sample);
+      seeds.push_back(r.sampling.seed);
+      r.max_new_tokens = static_cast<int>(c.max_gen);
+      r.method = c.pairs[it.pair].method;
+      requests.push_back(std::move(r));
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    SKIPKV_ASSIGN_OR_RETURN(auto results, engine.Generate(requests));
+    const double batch_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    for (size_t j = 0; j < results.size(); ++j) {
+      const Item& it = pending[pos + j];
+      const GenerationResult& g = results[j];
+      const Problem& prob = c.problems[it.problem];
+      const MethodPreset& pair = c.pairs[it.pair];
+      const std::string extracted = ExtractAnswer(g.text);
+      const bool correct = MathEqual(extracted, prob.reference);
+      nlohmann::json diag = nlohmann::json::object();
+      for (const auto& [name, v] : g.diagnostics) diag[name] = v;
+      nlohmann::json row = {
+          {"problem", it.key.problem},
+          {"method", it.key.method},
+          {"budget", it.key.budget},
+          {"sample", it.sample},
+          {"line", prob.line},
+          {"dataset", c.dataset.name},
+          {"correct", correct},
+          {"extracted", extracted},
+          {"reference", prob.reference},
+          {"output", g.text},
+          {"finish", FinishReasonName(g.finish)},
+          {"prompt_tokens", g.prompt_tokens.size()},
+          {"output_tokens", g.tokens.size()},
+          {"seed", seeds[j]},
+          {"timings",
+           {{"queue_ms", g.timings.queue_ms},
+            {"prefill_ms", g.timings.prefill_ms},
+            {"decode_ms", g.timings.decode_ms},
+            {"total_ms", g.timings.total_ms},
+            {"decode_tokens_per_s", g.timings.decode_tokens_per_s},
+            {"batch_wall_ms", batch_ms},
+            {"batch_requests", results.size()}}},
+          {"kv", KvJson(g.kv)},
+          {"diagnostics", diag},
+          {"method_config", nlohmann::json::parse(PresetJson(pair))},
+          {"method_ran", nlohmann::json::parse(MethodJson(g.method))},
+          {"run", run},
+      };
+      SKIPKV_RETURN_IF_ERROR(writer->Append(row));
+      auto& acc = prog.accuracy[PairLabel(pair)];
+      ++acc.second;
+      acc.first += correct;
+      ++result.generated;
+      result.rows.push_back(std::move(row));
+    }
+    pos = end;
+    prog.done = static_cast<int64_t>(pos);
+    prog.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (progress) progress(prog);
+  }
+  return result;
+}
+
+}  // namespace skipkv::eval

@@ -1,0 +1,70 @@
+// A sweep (issue 11 items 3-5, 7): every (method, budget) over the problems
+// of one dataset on one loaded Engine, k samples per problem, results
+// appended per finished batch to a JSONL file that a rerun resumes from.
+//
+// Order of work: the (method, budget) pairs in the order given (fullkv once,
+// budget 0), within a pair the shard's problems in dataset order — sorted by
+// prompt length (stable) for methods with grouping — then the samples.
+// Items already in the output file are skipped. The pending items are cut
+// into Generate calls of batch_size requests; in ragged mode a call may mix
+// methods (every request carries its own method), in padded mode a call
+// holds one (method, budget) only, so that each call is exactly one padded
+// batch of that method (the engine must not re-sort: sort_by_length false).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "eval/dataset.h"
+#include "eval/presets.h"
+#include "eval/prompt.h"
+#include "eval/results.h"
+#include "skipkv/engine.h"
+
+namespace skipkv::eval {
+
+struct SweepConfig {
+  DatasetSpec dataset;
+  std::vector<Problem> problems;    // loaded, after --limit
+  Shard shard;                      // which problems this process runs
+  std::vector<MethodPreset> pairs;  // one per (method, budget), budgets filled in
+  PromptStyle prompt = PromptStyle::kChat;
+  int64_t max_gen = 0;      // max new tokens per sample (>= 1)
+  int samples = 1;          // k samples per problem
+  SamplingParams sampling;  // temperature 0 = greedy; seed = base seed
+  int batch_size = 1;       // requests per Generate call
+  std::string output;       // results JSONL
+  std::string model_path;   // for the digest and the rows
+};
+
+// The "run" object every row carries and resume / merge compare.
+StatusOr<nlohmann::json> RunFingerprint(const SweepConfig& config, const Engine& engine);
+
+struct SweepProgress {
+  int64_t done = 0, total = 0;  // items of this invocation (resumed ones not counted)
+  int64_t resumed = 0;          // items found finished in the output file
+  double elapsed_s = 0;
+  // Per method label (with budget, "rkv@512"): correct and finished rows so
+  // far, resumed ones included.
+  std::map<std::string, std::pair<int64_t, int64_t>> accuracy;
+};
+using SweepProgressCallback = std::function<void(const SweepProgress&)>;
+
+struct SweepResult {
+  int64_t generated = 0;             // rows written by this invocation
+  int64_t resumed = 0;               // rows that were already in the file
+  std::vector<nlohmann::json> rows;  // every row of this shard's items, resumed ones included
+};
+
+// Runs the sweep. The seed of sample k of a problem depends only on the
+// base seed, the problem id and k, so a resumed or sharded run draws the
+// same samples. Errors: the output file's rows from another configuration,
+// an invalid request (named), I/O errors; rows written before an error stay.
+StatusOr<SweepResult> RunSweep(const SweepConfig& config, Engine& engine,
+                               const SweepProgressCallback& progress = nullptr);
+
+}  // namespace skipkv::eval
