@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "io/model_limits.h"
 #include "kv/policies/policies.h"
 
 namespace skipkv {
@@ -64,6 +65,14 @@ Status ValidateKvPolicyConfig(const KvPolicyConfig& config) {
   if (config.policy == "full") return Status::Ok();  // nothing else is used
   if (config.window < 1) {
     return InvalidArgument(p + "window (" + Val(config.window) + ") must be at least 1");
+  }
+  // No slot count or interval may exceed the largest context a model may have.
+  for (const auto& [name, v] : {std::pair<const char*, int64_t>{"budget", config.budget},
+                                {"window", config.window}, {"interval", config.interval}}) {
+    if (v > model_limits::kMaxContext) {
+      return InvalidArgument(p + name + " (" + Val(v) + ") exceeds " + Val(model_limits::kMaxContext) +
+                             ", the largest context length");
+    }
   }
   if (config.budget <= config.window) {
     return InvalidArgument(p + "budget (" + Val(config.budget) + ") must be larger than the window (" +
