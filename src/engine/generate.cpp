@@ -228,14 +228,15 @@ void GenerationRun::Emit(Sequence& s, int32_t token, const std::string& text) {
 
 void GenerationRun::Accept(Sequence& s, int32_t token) {
   const Request& r = *s.request;
-  if (s.hooks) s.hooks->OnToken(token);
   if (!r.ignore_eos && e_.tokenizer->IsEndOfGeneration(token)) {
+    if (s.hooks) s.hooks->OnToken(token, {});
     Finish(s, FinishReason::kEos);
     return;
   }
   s.result.tokens.push_back(token);
   s.history.push_back(token);
   const std::string piece = s.detok->Push(token);
+  if (s.hooks) s.hooks->OnToken(token, piece);
   const std::string text = s.stop.Push(piece);
   s.next = token;
   Emit(s, token, text);
