@@ -25,8 +25,12 @@ SKIPKV_REQUIRE_PREREQS=1 scripts/fuzz_smoke.sh --build "$target" >/dev/null
 corpus=build-fuzz/corpus/$target artifacts=build-fuzz/artifacts/$target log=build-fuzz/logs/$target.log
 mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
 if [ -d "tests/fuzz/corpus/$target" ]; then cp -rn "tests/fuzz/corpus/$target/." "$corpus/"; fi
+# Run a copy, so a rebuild (e.g. scripts/test.sh) can relink the target meanwhile.
+bin=build-fuzz/campaign-bin/$target
+mkdir -p "$(dirname "$bin")"
+cp "build-fuzz/tests/fuzz/$target" "$bin.tmp" && mv -f "$bin.tmp" "$bin"
 rc=0
-"build-fuzz/tests/fuzz/$target" -max_total_time=$((minutes * 60)) -rss_limit_mb=2048 -timeout=10 \
+"$bin" -max_total_time=$((minutes * 60)) -rss_limit_mb=2048 -timeout=10 \
   -print_final_stats=1 -artifact_prefix="$artifacts/" "$@" "$corpus" >"$log" 2>&1 || rc=$?
 execs=$(grep -E '^stat::number_of_executed_units:' "$log" | tail -n 1 | awk '{print $2}')
 crashes=$(find "$artifacts" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
