@@ -147,7 +147,7 @@ Status GenerationRun::Start(Sequence& s) {
   // stream + max_new_tokens − 1 slots, and generation stops at the context
   // (position l − pad_len = n_ctx), so a huge max_new_tokens never sizes a cache.
   const int64_t needed = std::min<int64_t>(stream + r.max_new_tokens, s.pad_len + e_.n_ctx);
-  int64_t cap = CacheCapacity(e_.options.kv, stream);
+  int64_t cap = e_.policy->CacheCapacity(stream);
   int64_t initial, max_cap;
   if (cap == SequenceKvCache::kUnbounded) {
     initial = stream + std::min<int64_t>(r.max_new_tokens, 512);  // grows geometrically beyond
