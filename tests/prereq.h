@@ -24,11 +24,11 @@ inline bool PrereqsRequired() {
 }  // namespace skipkv::testing
 
 // Ends the test: FAIL when prerequisites are required, SKIP otherwise.
-#define SKIPKV_MISSING_PREREQ(what)                                                         \
-  do {                                                                                      \
-    if (::skipkv::testing::PrereqsRequired()) {                                             \
-      GTEST_FAIL() << "missing prerequisite: " << (what) << " (run scripts/setup.sh)";      \
-    } else {                                                                                \
-      GTEST_SKIP() << "missing prerequisite: " << (what) << " (run scripts/setup.sh)";      \
-    }                                                                                       \
+#define SKIPKV_MISSING_PREREQ(what)                                                    \
+  do {                                                                                 \
+    if (::skipkv::testing::PrereqsRequired()) {                                        \
+      GTEST_FAIL() << "missing prerequisite: " << (what) << " (run scripts/setup.sh)"; \
+    } else {                                                                           \
+      GTEST_SKIP() << "missing prerequisite: " << (what) << " (run scripts/setup.sh)"; \
+    }                                                                                  \
   } while (0)

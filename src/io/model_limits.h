@@ -8,11 +8,11 @@
 
 namespace skipkv::model_limits {
 
-inline constexpr int64_t kMaxLayers = 4096;               // block_count
-inline constexpr int64_t kMaxDim = int64_t{1} << 20;      // embedding_length, feed_forward_length
-inline constexpr int64_t kMaxHeads = 4096;                // head_count, head_count_kv
-inline constexpr int64_t kMaxHeadDim = 65536;             // key_length, value_length, rope dims
-inline constexpr int64_t kMaxContext = int64_t{1} << 30;  // context_length
+inline constexpr int64_t kMaxLayers = 4096;                   // block_count
+inline constexpr int64_t kMaxDim = int64_t{1} << 20;          // embedding_length, feed_forward_length
+inline constexpr int64_t kMaxHeads = 4096;                    // head_count, head_count_kv
+inline constexpr int64_t kMaxHeadDim = 65536;                 // key_length, value_length, rope dims
+inline constexpr int64_t kMaxContext = int64_t{1} << 30;      // context_length
 inline constexpr int64_t kMaxVocab = (int64_t{1} << 31) - 1;  // vocab_size, token ids
 
 }  // namespace skipkv::model_limits

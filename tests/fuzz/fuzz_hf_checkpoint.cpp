@@ -47,8 +47,8 @@ void FuzzConfig(const std::string& text) {
   auto arch = md.GetString("general.architecture");
   Check(arch.ok(), "accepted config without general.architecture");
   const std::pair<const char*, const char*> keys[] = {
-      {"num_hidden_layers", "block_count"},       {"hidden_size", "embedding_length"},
-      {"intermediate_size", "feed_forward_length"}, {"num_attention_heads", "attention.head_count"},
+      {"num_hidden_layers", "block_count"},          {"hidden_size", "embedding_length"},
+      {"intermediate_size", "feed_forward_length"},  {"num_attention_heads", "attention.head_count"},
       {"max_position_embeddings", "context_length"}, {"vocab_size", "vocab_size"}};
   for (const auto& [json_key, gguf_key] : keys) {
     auto v = md.GetInt(*arch + "." + gguf_key);
@@ -65,7 +65,8 @@ void FuzzTokenizer(const std::string& text, uint8_t flags) {
   if (!skipkv::AddGpt2TokenizerMetadataFromJson(text, "tokenizer.json", o, &md).ok()) return;
   auto tokens = md.GetStringArray("tokenizer.ggml.tokens");
   auto types = md.GetIntArray("tokenizer.ggml.token_type");
-  Check(tokens.ok() && types.ok() && tokens->size() == types->size(), "tokens and token types differ in length");
+  Check(tokens.ok() && types.ok() && tokens->size() == types->size(),
+        "tokens and token types differ in length");
 }
 
 void FuzzDirectory(const uint8_t* data, size_t size) {
@@ -100,8 +101,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const uint8_t mode = data[0] % 3;
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
-  if (mode == 0) FuzzConfig(text);
-  else if (mode == 1) FuzzTokenizer(text, data[0] >> 2);
-  else FuzzDirectory(data + 1, size - 1);
+  if (mode == 0)
+    FuzzConfig(text);
+  else if (mode == 1)
+    FuzzTokenizer(text, data[0] >> 2);
+  else
+    FuzzDirectory(data + 1, size - 1);
   return 0;
 }

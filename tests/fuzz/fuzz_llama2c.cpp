@@ -55,15 +55,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     c.shared_classifier = (mode & 2) == 0;
     data += 7;
     size -= 7;
-    int32_t header[7] = {c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads,
-                         c.shared_classifier ? c.vocab_size : -c.vocab_size, c.seq_len};
+    int32_t header[7] = {c.dim,     c.hidden_dim, c.n_layers,
+                         c.n_heads, c.n_kv_heads, c.shared_classifier ? c.vocab_size : -c.vocab_size,
+                         c.seq_len};
     model.resize(c.ExpectedFileBytes());
     std::memcpy(model.data(), header, sizeof(header));
     for (size_t i = sizeof(header); i < model.size(); ++i) model[i] = size ? data[i % size] : 0;
     tok.assign(data, data + size);
   }
-  auto src = skipkv::Llama2cFromMemory(model.data(), model.size(), tok.empty() ? nullptr : tok.data(), tok.size(),
-                                       "fuzz.bin", "fuzz_tokenizer.bin");
+  auto src = skipkv::Llama2cFromMemory(model.data(), model.size(), tok.empty() ? nullptr : tok.data(),
+                                       tok.size(), "fuzz.bin", "fuzz_tokenizer.bin");
   if (src.ok()) CheckSource(**src, model);
   return 0;
 }

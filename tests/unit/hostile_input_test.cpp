@@ -36,7 +36,8 @@ Status Gpt2(const json& j) {
 
 void ExpectNames(const Status& st, const std::vector<std::string>& parts) {
   EXPECT_FALSE(st.ok());
-  for (const auto& p : parts) EXPECT_NE(st.message().find(p), std::string::npos) << "'" << p << "' in " << st.message();
+  for (const auto& p : parts)
+    EXPECT_NE(st.message().find(p), std::string::npos) << "'" << p << "' in " << st.message();
 }
 
 TEST(HostileTokenizerJson, TinyTokenizerIsAccepted) {
@@ -90,9 +91,15 @@ TEST(HostileTokenizerJson, TokenizerLoaderNamesFileAndField) {
 }
 
 json QwenConfig() {
-  return {{"architectures", {"Qwen2ForCausalLM"}}, {"hidden_size", 8}, {"intermediate_size", 16},
-          {"num_hidden_layers", 1}, {"num_attention_heads", 2}, {"num_key_value_heads", 1},
-          {"max_position_embeddings", 128}, {"vocab_size", 10}, {"rope_theta", 1000000.0}};
+  return {{"architectures", {"Qwen2ForCausalLM"}},
+          {"hidden_size", 8},
+          {"intermediate_size", 16},
+          {"num_hidden_layers", 1},
+          {"num_attention_heads", 2},
+          {"num_key_value_heads", 1},
+          {"max_position_embeddings", 128},
+          {"vocab_size", 10},
+          {"rope_theta", 1000000.0}};
 }
 
 Status Config(const json& c, GgufMetadata* md = nullptr) {
@@ -163,7 +170,8 @@ TEST(ThreadCounts, ZeroMeansAllAndOutOfRangeIsAnError) {
     auto r = ResolveThreadCount(bad, "--threads");
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-    ExpectNames(r.status(), {"--threads = " + std::to_string(bad), "[1, " + std::to_string(MaxThreads()) + "]"});
+    ExpectNames(r.status(),
+                {"--threads = " + std::to_string(bad), "[1, " + std::to_string(MaxThreads()) + "]"});
   }
 }
 
