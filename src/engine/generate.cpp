@@ -146,7 +146,7 @@ Status GenerationRun::Start(Sequence& s) {
   // The last sampled token is never fed, so a request needs at most
   // stream + max_new_tokens − 1 slots.
   const int64_t needed = stream + r.max_new_tokens;
-  int64_t cap = CacheCapacity(e_.options.kv, stream);
+  int64_t cap = e_.policy->CacheCapacity(stream);
   int64_t initial, max_cap;
   if (cap == SequenceKvCache::kUnbounded) {
     initial = stream + std::min<int64_t>(r.max_new_tokens, 512);  // grows geometrically beyond
