@@ -41,9 +41,10 @@ std::string Tmp(const std::string& name) {
   return ::testing::TempDir() + "/steer_extract_" + std::to_string(::getpid()) + "_" + name;
 }
 
-int Shell(const std::string& cmd, std::string* err = nullptr) {
+// Runs `cmd` (stdout to /dev/null unless `out` names a file); stderr into *err.
+int Shell(const std::string& cmd, std::string* err = nullptr, const std::string& out = "/dev/null") {
   const std::string err_path = Tmp("stderr.txt");
-  const int status = std::system((cmd + " >/dev/null 2>" + err_path).c_str());
+  const int status = std::system((cmd + " >" + out + " 2>" + err_path).c_str());
   if (err) {
     std::ifstream in(err_path);
     std::stringstream ss;
@@ -323,6 +324,66 @@ TEST_F(SteerExtractTest, GenerationStageAppendsAndContinues) {
     EXPECT_LE(all[i]["tokens"].size(), 8u);
   }
   EXPECT_NE(err.find("the dataset ran out"), std::string::npos) << err;
+}
+
+// `skipkv run` with a steering vector: --method seal steers the last prompt
+// position (a "\n\n" token inside the assumed thought) with the fixed
+// coefficient and changes the output against --no-steering; --kv-policy
+// skipkv reports α = α0 + γ·N_o; options that would be ignored are refused.
+TEST_F(SteerExtractTest, RunSteersWithSealAndSkipkv) {
+  const std::string vec = Tmp("vec.gguf");
+  ControlVector cv;
+  cv.width = 32;
+  uint64_t x = 12345;
+  for (int l = 1; l < kLayers; ++l) {
+    std::vector<float> v(32);
+    for (float& f : v) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      f = static_cast<float>(static_cast<int64_t>(x >> 40) % 2001 - 1000) / 100.0f;
+    }
+    cv.directions[l] = v;
+  }
+  ASSERT_TRUE(WriteControlVector(vec, cv, kLayers).ok());
+  const std::string base = kBinary + " run -m " + ModelPath() + " -t 2 --json -q -p 'Think.\n\nStep one.\n\n' ";
+  auto run = [&](const std::string& extra, int* rc) {
+    const std::string out = Tmp("run.json");
+    std::string err;
+    *rc = Shell(base + extra, &err, out);
+    std::ifstream in(out);
+    std::string line;
+    std::getline(in, line);
+    return std::make_pair(line.empty() ? nlohmann::json() : nlohmann::json::parse(line), err);
+  };
+  int rc = 0;
+  auto [seal, e1] = run("-n 12 --method seal --steer " + vec + " --steer-layer 1 --steer-coef 3", &rc);
+  ASSERT_EQ(rc, 0) << e1;
+  EXPECT_EQ(seal["method"]["name"], "seal");
+  EXPECT_EQ(seal["method"]["policy"], "full");
+  EXPECT_GE(seal["diagnostics"]["steer.events"].get<double>(), 1.0);
+  EXPECT_EQ(seal["diagnostics"]["steer.alpha"].get<double>(), 3.0);
+  auto [plain, e2] = run("-n 12 --method seal --steer " + vec + " --steer-layer 1 --steer-coef 3 --no-steering", &rc);
+  ASSERT_EQ(rc, 0) << e2;
+  EXPECT_FALSE(plain["diagnostics"].contains("steer.events"));
+  EXPECT_NE(seal["tokens"], plain["tokens"]);
+
+  auto [sk, e3] = run("--kv-policy skipkv --kv-budget 16 --kv-window 4 --kv-interval 8 -n 48 --steer " + vec +
+                          " --steer-layer 2 --steer-cadence sentence",
+                      &rc);
+  ASSERT_EQ(rc, 0) << e3;
+  const auto& d = sk["diagnostics"];
+  ASSERT_TRUE(d.contains("steer.nonexec")) << d.dump();
+  EXPECT_NEAR(d["steer.alpha"].get<double>(), 1.0 + 0.02 * d["steer.nonexec"].get<double>(), 1e-6);
+  EXPECT_EQ(sk["method"]["steer.mode"], "adaptive");
+
+  std::string err;
+  EXPECT_NE(Shell(base + "--steer " + vec + " --steer-gamma 0.1", &err), 0);
+  EXPECT_NE(err.find("--steer-gamma"), std::string::npos) << err;
+  EXPECT_NE(Shell(base + "--steer-layer 1", &err), 0);
+  EXPECT_NE(err.find("needs --steer FILE"), std::string::npos) << err;
+  EXPECT_NE(Shell(base + "--method seal --steer " + vec + " --steer-layer 3", &err), 0);
+  EXPECT_NE(err.find("[0, 2]"), std::string::npos) << err;
+  EXPECT_NE(Shell(base + "--method seal --steer " + std::string(SKIPKV_DATA_DIR) + "/steering", &err), 0);
+  EXPECT_NE(err.find("width 1536"), std::string::npos) << err;
 }
 
 // Removes this process's files (the model is ~20 MB) after the tests.
