@@ -25,7 +25,8 @@ endif()
 set(order util tensor io tokenizer kernels kv_storage model kv kv_policies steer engine eval apps)
 # Public headers below engine: sequence_hooks.h declares the per-sequence
 # hook interface over kv and model types; steer implements it, engine calls it.
-set(public_layers "sequence_hooks.h=kv")
+# steering.h is SteeringConfig, which the steer layer's hooks read.
+set(public_layers "sequence_hooks.h=kv" "steering.h=steer")
 
 # Sets ${out} to the layer of a public header "skipkv/<name>".
 function(layer_of_public_header name out)

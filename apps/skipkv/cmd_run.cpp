@@ -16,6 +16,7 @@
 #include "command_registry.h"
 #include "engine_options.h"
 #include "skipkv_options.h"
+#include "steer_options.h"
 #include "skipkv/engine.h"
 
 namespace skipkv::cli {
@@ -38,6 +39,8 @@ struct RunOptions {
   std::string kv_type = "f16";
   KvPolicyConfig kv;
   SkipkvOptions skipkv;  // writes kv.skipkv
+  SteerOptions steer;    // writes method.steer (and method.name for --method seal)
+  MethodConfig method;   // the name and steering of every request's method (kv from `kv`)
   std::string pad_policy = "ragged";
   int batch_size = 0;
   bool no_sort = false;
@@ -156,6 +159,7 @@ int RunGenerate(RunOptions o) {
   if (!pad.ok()) return Fail(pad.status().message());
   o.kv.pad_policy = *pad;
   eo.kv = o.kv;
+  eo.steer = o.method.steer;
   eo.batch_size = o.batch_size;
   eo.sort_by_length = !o.no_sort;
   eo.n_ctx = o.n_ctx;
@@ -191,6 +195,7 @@ int RunGenerate(RunOptions o) {
     r.max_new_tokens = o.n_predict;
     r.stop = o.stop;
     r.ignore_eos = o.ignore_eos;
+    if (!o.method.name.empty()) r.method = MethodConfig{o.method.name, eo.kv, eo.steer};
   }
 
   // Stream a single request's text; several requests print their results
@@ -290,6 +295,7 @@ CommandRegistrar reg("run", "Generate text (streams tokens; default: a story fro
                  "rkv, skipkv (sigma): weight of importance vs redundancy, in [0, 1]")
       ->capture_default_str();
   o->skipkv.Add(sub, &o->kv);
+  o->steer.Add(sub);
   sub.add_option("--kv-trace", o->kv.trace_path, "Write the kept positions of every compression (JSONL)");
   sub.add_option("--batch-size", o->batch_size,
                  "ragged: most requests active at once; padded: rows per left-padded batch (0 = all)")
@@ -306,6 +312,10 @@ CommandRegistrar reg("run", "Generate text (streams tokens; default: a story fro
   sub.add_flag("-q,--quiet", o->quiet, "No summary on stderr");
   return [o] {
     Status st = o->skipkv.Finish();
+    if (st.ok()) {
+      o->method.kv = o->kv;
+      st = o->steer.Finish(&o->method);
+    }
     if (!st.ok()) return Fail(st.message());
     return RunGenerate(*o);
   };

@@ -42,6 +42,8 @@ struct EngineOptions {
   // The default method's KV configuration (policy, budget, window, interval,
   // skipkv fields), and the engine-wide pad policy and trace of every method.
   KvPolicyConfig kv;
+  // The default method's steering (skipkv/steering.h; disabled by default).
+  SteeringConfig steer;
   // Scheduler.
   int n_ubatch = 512;   // prefill: at most this many prompt tokens per sequence per forward
   int n_batch = 2048;   // prefill: at most this many tokens per forward in total (>= n_ubatch)

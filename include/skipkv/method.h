@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kv/kv_policy.h"  // KvPolicyConfig, SkipkvConfig
+#include "skipkv/steering.h"
 #include "util/status.h"
 
 namespace skipkv {
@@ -21,6 +22,10 @@ namespace skipkv {
 struct MethodConfig {
   std::string name;   // label for reports, e.g. "skipkv", "rkv+sentence"; empty = kv.policy
   KvPolicyConfig kv;  // policy, budget, window, interval, skipkv fields, ...
+  // Steering (docs/steering.md): SEAL's fixed strength with any policy (the
+  // method "seal" is full + fixed), SkipKV's adaptive strength only with a
+  // policy that tracks sentences (N_o). Disabled by default.
+  SteeringConfig steer;
 };
 
 // The label: name, or kv.policy when the name is empty.

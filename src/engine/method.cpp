@@ -1,6 +1,7 @@
 // Method labels, validation and provenance (see skipkv/method.h).
 #include "skipkv/method.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 
@@ -40,7 +41,25 @@ std::string Quote(const std::string& s) {
 
 // Fields whose value is JSON text already (numbers, booleans, arrays).
 bool IsBare(const std::string& name) {
-  return name != "name" && name != "policy" && name != "pad_policy";
+  return name != "name" && name != "policy" && name != "pad_policy" && name != "steer.file" &&
+         name != "steer.mode" && name != "steer.cadence";
+}
+
+// The steering fields (when enabled): file, layer, mode and its strength.
+void AddSteerFields(const SteeringConfig& s, std::vector<std::pair<std::string, std::string>>* f) {
+  if (!s.enabled) return;
+  f->push_back({"steer.file", s.file});
+  f->push_back({"steer.layer", Num(int64_t{s.layer})});
+  f->push_back({"steer.mode", s.adaptive ? "adaptive" : "fixed"});
+  if (s.adaptive) {
+    f->push_back({"steer.alpha0", Num(s.alpha0)});
+    f->push_back({"steer.gamma", Num(s.gamma)});
+    if (std::isfinite(s.alpha_max)) f->push_back({"steer.alpha_max", Num(s.alpha_max)});
+    f->push_back({"steer.cadence", SteerCadenceName(s.cadence)});
+  } else {
+    f->push_back({"steer.coef", Num(s.coef)});
+  }
+  f->push_back({"steer.assume_think", s.assume_think ? "true" : "false"});
 }
 
 }  // namespace
@@ -49,6 +68,11 @@ std::string MethodLabel(const MethodConfig& m) { return m.name.empty() ? m.kv.po
 
 Status ValidateMethod(const MethodConfig& m) {
   Status st = ValidateKvPolicyConfig(m.kv);
+  if (st.ok()) st = ValidateSteeringConfig(m.steer);
+  if (st.ok() && m.steer.enabled && m.steer.adaptive && !KvPolicyUsesSentences(m.kv)) {
+    st = InvalidArgument("steering: the adaptive strength needs N_o, which only a policy that tracks sentences "
+                         "(skipkv) has; policy '" + m.kv.policy + "' can steer with a fixed coef");
+  }
   if (!st.ok()) return st.WithContext("method '" + MethodLabel(m) + "'");
   return Status::Ok();
 }
@@ -63,7 +87,10 @@ std::vector<std::pair<std::string, std::string>> MethodFields(const MethodConfig
   // Fields by policy property: the eviction fields when it evicts, the
   // sentence fields when it uses sentences (every field of an invalid config).
   const bool valid = ValidateKvPolicyConfig(kv).ok();
-  if (valid && !KvPolicyEvicts(kv)) return f;
+  if (valid && !KvPolicyEvicts(kv)) {
+    AddSteerFields(m.steer, &f);
+    return f;
+  }
   f.push_back({"budget", Num(kv.budget)});
   f.push_back({"window", Num(int64_t{kv.window})});
   f.push_back({"interval", Num(kv.interval)});
@@ -83,6 +110,7 @@ std::vector<std::pair<std::string, std::string>> MethodFields(const MethodConfig
     f.push_back({"skipkv.delimiters", delims + "]"});
     f.push_back({"skipkv.sentence_scoring", s.sentence_scoring ? "true" : "false"});
   }
+  AddSteerFields(m.steer, &f);
   return f;
 }
 

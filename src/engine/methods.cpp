@@ -2,22 +2,41 @@
 #include "engine/methods.h"
 
 #include "kv/policies/skipkv.h"
+#include "engine/composite_hooks.h"
 #include "steer/skipkv_hooks.h"
+#include "steer/steering_hooks.h"
+#include "steer/steering_vector.h"
 #include "steer/token_sets.h"
 
 namespace skipkv::engine {
 
 Method::SequenceParts Method::NewSequence() const {
   SequenceParts parts;
+  SkipkvSentenceHooks* sentences = nullptr;  // N_o for adaptive steering
   if (policy_->uses_sentences()) {
     const SkipkvConfig& sk = config_.kv.skipkv;
     auto state = std::make_unique<SkipkvSequenceState>(sk.sentence_scoring);
     // Without sentence scoring the tracker still computes T (diagnostics) but
     // writes no penalty: the ablation selects exactly what rkv selects.
-    parts.hooks = MakeSkipkvSentenceHooks(sk, skipkv_sets_, sk.sentence_scoring ? &state->penalty : nullptr);
+    std::unique_ptr<SkipkvSentenceHooks> hooks =
+        MakeSkipkvSentenceHooks(sk, skipkv_sets_, sk.sentence_scoring ? &state->penalty : nullptr);
+    sentences = hooks.get();
+    parts.hooks = std::move(hooks);
     parts.state = std::move(state);
   } else {
     parts.state = policy_->NewSequenceState();
+  }
+  if (steer_vector_) {
+    // The sentence hooks come first so N_o is current when the steering
+    // hooks read it in BeforeForward; both live in the same composite.
+    std::function<int64_t()> n_o;
+    if (sentences) n_o = [sentences] { return sentences->nonexec_count(); };
+    std::vector<std::unique_ptr<SequenceHooks>> hooks;
+    hooks.push_back(std::move(parts.hooks));
+    hooks.push_back(std::make_unique<SteeringHooks>(config_.steer, steer_vector_,
+                                                    EngineLayerForDirection(config_.steer.layer), skipkv_sets_,
+                                                    std::move(n_o)));
+    parts.hooks = CompositeSequenceHooks::Combine(std::move(hooks));
   }
   return parts;
 }
@@ -33,10 +52,18 @@ StatusOr<std::shared_ptr<const Method>> MethodTable::Resolve(const MethodConfig&
   SKIPKV_RETURN_IF_ERROR(ValidateMethod(c));
   auto m = std::make_shared<Method>();
   SKIPKV_ASSIGN_OR_RETURN(m->policy_, CreateKvPolicy(c.kv));
-  if (m->policy_->uses_sentences()) {
+  if (m->policy_->uses_sentences() || c.steer.enabled) {
     StatusOr<SkipkvTokenSets> sets = BuildSkipkvTokenSets(*tokenizer_, c.kv.skipkv.delimiters);
     if (!sets.ok()) return sets.status().WithContext("method '" + c.name + "': SkipKV token sets");
     m->skipkv_sets_ = std::make_shared<const SkipkvTokenSets>(std::move(sets).value());
+  }
+  if (c.steer.enabled) {
+    auto ctx = [&](const Status& st) { return st.WithContext("method '" + c.name + "'"); };
+    StatusOr<ControlVector> cv = LoadSteeringVector(c.steer.file);
+    if (!cv.ok()) return ctx(cv.status());
+    Status st = ValidateControlVectorForModel(*cv, c.steer.file, c.steer.layer, n_layers_, d_model_);
+    if (!st.ok()) return ctx(st);
+    m->steer_vector_ = std::make_shared<const std::vector<float>>(cv->directions.at(c.steer.layer));
   }
   m->config_ = std::move(c);
   methods_.emplace(key, m);

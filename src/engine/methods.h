@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kv/kv_policy.h"
 #include "skipkv/method.h"
@@ -39,15 +40,17 @@ class Method {
   friend class MethodTable;
   MethodConfig config_;
   std::shared_ptr<const KvPolicy> policy_;
-  std::shared_ptr<const SkipkvTokenSets> skipkv_sets_;  // policies that use_sentences() only
+  std::shared_ptr<const SkipkvTokenSets> skipkv_sets_;  // policies that use_sentences(), and steering
+  std::shared_ptr<const std::vector<float>> steer_vector_;  // steering: V of the configured direction
 };
 
 class MethodTable {
  public:
   // `tokenizer` must outlive the table. `engine_kv` supplies the engine-wide
   // fields (pad policy, trace) that every method inherits.
-  MethodTable(const Tokenizer* tokenizer, const KvPolicyConfig& engine_kv)
-      : tokenizer_(tokenizer), engine_kv_(engine_kv) {}
+  // n_layers, d_model: the model's, for the steering vector's shape check.
+  MethodTable(const Tokenizer* tokenizer, const KvPolicyConfig& engine_kv, int n_layers, int64_t d_model)
+      : tokenizer_(tokenizer), engine_kv_(engine_kv), n_layers_(n_layers), d_model_(d_model) {}
 
   // The method for `config` with the engine-wide fields applied and an empty
   // name replaced by the label; validated (InvalidArgument naming the field)
@@ -57,6 +60,8 @@ class MethodTable {
  private:
   const Tokenizer* tokenizer_;
   KvPolicyConfig engine_kv_;
+  int n_layers_;
+  int64_t d_model_;
   std::map<std::string, std::shared_ptr<const Method>> methods_;  // key: MethodJson
 };
 

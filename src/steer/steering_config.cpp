@@ -1,0 +1,31 @@
+#include <cmath>
+
+#include "skipkv/steering.h"
+
+namespace skipkv {
+
+const char* SteerCadenceName(SteerCadence c) {
+  return c == SteerCadence::kCompression ? "compression" : "sentence";
+}
+
+StatusOr<SteerCadence> ParseSteerCadence(const std::string& name) {
+  if (name == "compression") return SteerCadence::kCompression;
+  if (name == "sentence") return SteerCadence::kSentenceClose;
+  return InvalidArgument("steering cadence '" + name + "' (known: compression, sentence)");
+}
+
+Status ValidateSteeringConfig(const SteeringConfig& c) {
+  if (!c.enabled) return Status::Ok();
+  auto bad = [](const std::string& field, double v, const std::string& why) {
+    return InvalidArgument("steering: " + field + " (" + std::to_string(v) + ") " + why);
+  };
+  if (c.file.empty()) return InvalidArgument("steering: no vector file given (--steer FILE)");
+  if (c.layer < 0) return bad("layer", c.layer, "must be >= 0");
+  if (!std::isfinite(c.coef)) return bad("coef", c.coef, "must be finite");
+  if (!std::isfinite(c.alpha0)) return bad("alpha0", c.alpha0, "must be finite");
+  if (!std::isfinite(c.gamma) || c.gamma < 0) return bad("gamma", c.gamma, "must be finite and >= 0");
+  if (std::isnan(c.alpha_max) || c.alpha_max < c.alpha0) return bad("alpha_max", c.alpha_max, "must be >= alpha0");
+  return Status::Ok();
+}
+
+}  // namespace skipkv
