@@ -52,14 +52,14 @@ void Feed(SequenceKvCache& cache, int64_t n, std::mt19937& rng) {
   }
 }
 
-KvCacheShape Shape(const KvPolicyConfig& cfg) {
+KvCacheShape Shape(const KvPolicy& policy) {
   KvCacheShape s;
   s.n_layers = kLayers;
   s.n_heads = kHeads;
   s.n_kv_heads = kKvHeads;
   s.head_dim = kDim;
   s.dtype = KvDType::kF16;
-  ConfigureCacheShape(cfg, &s);
+  policy.ConfigureCacheShape(&s);
   return s;
 }
 
@@ -67,21 +67,22 @@ KvCacheShape Shape(const KvPolicyConfig& cfg) {
 // tokens are appended outside the timed region. Arg: threads.
 void BM_CompressAllLayers(benchmark::State& state, const char* policy) {
   const auto cfg = Config(policy);
-  const int64_t cap = CacheCapacity(cfg, 0);
-  SequenceKvCache cache(Shape(cfg), cap, cap);
-  std::mt19937 rng(1);
-  Feed(cache, cap, rng);
-  ThreadPool pool(static_cast<int>(state.range(0)));
   auto comp = KvCompressor::Create(cfg, 0);
   if (!comp.ok()) {
     state.SkipWithError(comp.status().ToString().c_str());
     return;
   }
+  const KvPolicy& pol = (*comp)->policy();
+  const int64_t cap = pol.CacheCapacity(0);
+  SequenceKvCache cache(Shape(pol), cap, cap);
+  std::mt19937 rng(1);
+  Feed(cache, cap, rng);
+  ThreadPool pool(static_cast<int>(state.range(0)));
   int64_t l = cap;
   for (auto _ : state) {
     (*comp)->CompressNow(cache, l, &pool);
     state.PauseTiming();
-    if (cfg.policy == "h2o_acc")
+    if (pol.needs_attention_scores())
       for (int layer = 0; layer < kLayers; ++layer)
         for (int h = 0; h < kKvHeads; ++h)
           for (int64_t s = 0; s < cache.size(layer); ++s)

@@ -104,16 +104,17 @@ class Bench {
   // Decode `steps` tokens per sequence for `n_seqs` sequences at context
   // depth `depth` (caches filled directly); see the file comment.
   StatusOr<DecodeResult> Decode(int n_seqs, int depth, int steps, ThreadPool& pool, uint64_t seed) {
-    const bool policy = kv_.policy != "full";
+    SKIPKV_ASSIGN_OR_RETURN(auto kv_policy, CreateKvPolicy(kv_));
+    const bool policy = kv_policy->evicts();
     KvCacheShape shape = model_.KvShape(kv_type_);
-    ConfigureCacheShape(kv_, &shape);
+    kv_policy->ConfigureCacheShape(&shape);
     std::vector<std::unique_ptr<SequenceKvCache>> caches;
     std::vector<std::unique_ptr<KvCompressor>> compressors;
     for (int s = 0; s < n_seqs; ++s) {
       const int64_t filled = policy ? std::min<int64_t>(depth, kv_.budget) : depth;
       // A policy's cache is bounded by B + Δt however deep the generation
       // (the depth came from decoding, not from a long prompt).
-      const int64_t capacity = policy ? CacheCapacity(kv_, filled) : SequenceKvCache::kUnbounded;
+      const int64_t capacity = kv_policy->CacheCapacity(filled);
       caches.push_back(std::make_unique<SequenceKvCache>(shape, filled + steps, capacity));
       if (filled > 0) SKIPKV_RETURN_IF_ERROR(FillSyntheticKv(*caches.back(), filled, seed + s));
       if (policy) {
@@ -208,12 +209,9 @@ int RunBench(const BenchOptions& o) {
     std::fprintf(stderr, "skipkv bench: --kv-type must be f16 or f32, got '%s'\n", o.kv_type.c_str());
     return 2;
   }
-  if (o.kv.policy != "full") {
-    Status st = ValidateKvPolicyConfig(o.kv);
-    if (!st.ok()) {
-      std::fprintf(stderr, "skipkv bench: %s\n", st.message().c_str());
-      return 2;
-    }
+  if (Status st = ValidateKvPolicyConfig(o.kv); !st.ok()) {
+    std::fprintf(stderr, "skipkv bench: %s\n", st.message().c_str());
+    return 2;
   }
   auto src = OpenModel(o.model);
   if (!src.ok()) {
@@ -265,7 +263,7 @@ int RunBench(const BenchOptions& o) {
       std::printf("| %7d | %6d | %-12s | %12.2f | %8.2f .. %8.2f |", threads, s.batch, s.test.c_str(), s.Median(),
                   *lo, *hi);
       if (s.kv_bytes) std::printf(" KV %s", HumanBytes(static_cast<double>(s.kv_bytes)).c_str());
-      if (o.kv.policy != "full" && s.depth > 0) {
+      if (KvPolicyEvicts(o.kv) && s.depth > 0) {
         auto c = s.compress_share;
         std::sort(c.begin(), c.end());
         std::printf(", compression %.1f%% of decode", 100 * c[c.size() / 2]);

@@ -3,7 +3,8 @@
 // tokenizer comes from a model (-m: GGUF, HF directory, llama2.c .bin, or the
 // embedded default) or stands alone (--tokenizer-json / --tokenizer-bin /
 // --tokenizer-gguf). --chat wraps the text as one user turn of the model's
-// chat template (DeepSeek-R1-Distill, ChatML, or raw).
+// chat template (DeepSeek-R1-Distill, ChatML, or raw). --skipkv-sets prints
+// the token-id sets SkipKV derives from the tokenizer (spec §6.2) instead.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -12,6 +13,8 @@
 #include "command_registry.h"
 #include "io/gguf.h"
 #include "io/model_source.h"
+#include "kv/skipkv_config.h"
+#include "steer/token_sets.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/mapped_file.h"
@@ -35,7 +38,26 @@ struct TokenizeOptions {
   bool chat = false;
   bool no_think = false;
   bool r1_specials = false;
+  bool skipkv_sets = false;
+  std::vector<std::string> delimiters;  // --sentence-delimiter values, as typed (see Unescape)
 };
+
+// Backslash-n -> newline, backslash-t -> tab, two backslashes -> one; other text as is.
+std::string Unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 1 < s.size()) {
+      const char c = s[i + 1];
+      if (c == 'n' || c == 't' || c == '\\') {
+        out += c == 'n' ? '\n' : c == 't' ? '\t' : '\\';
+        ++i;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
 
 // Token text for display: printable bytes as is, the rest escaped, in quotes.
 std::string Printable(std::string_view bytes) {
@@ -99,6 +121,17 @@ int Run(const TokenizeOptions& o) {
     if (!st.ok()) return fail(st);
   }
   const Tokenizer& t = **tok;
+  if (o.skipkv_sets) {
+    std::vector<std::string> delims = DefaultSentenceDelimiters();
+    if (!o.delimiters.empty()) {
+      delims.clear();
+      for (const std::string& d : o.delimiters) delims.push_back(Unescape(d));
+    }
+    auto sets = BuildSkipkvTokenSets(t, delims);
+    if (!sets.ok()) return fail(sets.status());
+    std::printf("%s", DescribeSkipkvTokenSets(t, delims, *sets).c_str());
+    return 0;
+  }
   std::vector<TokenId> ids;
   if (o.chat) {
     ChatTemplateKind kind = DetectChatTemplate(t);
@@ -163,6 +196,11 @@ CommandRegistrar reg(
       sub.add_flag(
           "--r1-specials", o->r1_specials,
           "Install DeepSeek-R1-Distill-Qwen's special tokens (151643..151649) over a Qwen2 vocabulary");
+      sub.add_flag("--skipkv-sets", o->skipkv_sets,
+                   "Print SkipKV's token-id sets instead: sentence delimiters D, non-execution keywords N, "
+                   "SPLIT (\\n\\n) ids, think ids");
+      sub.add_option("--sentence-delimiter", o->delimiters,
+                     "--skipkv-sets: a sentence delimiter (repeatable; \\n = newline); default: the paper's six");
       return [o]() { return Run(*o); };
     });
 

@@ -18,6 +18,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -68,8 +69,12 @@ class SequenceHooks {
   virtual void OnFinalHidden(std::span<const BatchToken> rows, const float* hidden) {}
 
   // A token was sampled (before stop conditions are checked; an
-  // end-of-generation token is reported too).
-  virtual void OnToken(int32_t token) {}
+  // end-of-generation token is reported too). `text` is the decoded piece of
+  // that token: what the request's streaming detokenizer returned for it,
+  // before stop-string matching. It may be empty (an incomplete UTF-8
+  // character, whose bytes come with a later token; a special or
+  // end-of-generation token). Valid only during the call.
+  virtual void OnToken(int32_t token, std::string_view text) {}
 
   // Name/value pairs copied into GenerationResult::diagnostics at the end
   // (e.g. "skipkv.redundant_sentences", "steer.alpha").

@@ -109,7 +109,7 @@ StatusOr<std::unique_ptr<Engine::Impl>> Engine::Impl::Create(const EngineOptions
 
 KvCacheShape Engine::Impl::CacheShape() const {
   KvCacheShape shape = model->KvShape(options.kv_type, options.kv.window, false);
-  ConfigureCacheShape(options.kv, &shape);
+  policy->ConfigureCacheShape(&shape);
   return shape;
 }
 

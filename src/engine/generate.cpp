@@ -146,7 +146,7 @@ Status GenerationRun::Start(Sequence& s) {
   // The last sampled token is never fed, so a request needs at most
   // stream + max_new_tokens − 1 slots.
   const int64_t needed = stream + r.max_new_tokens;
-  int64_t cap = CacheCapacity(e_.options.kv, stream);
+  int64_t cap = e_.policy->CacheCapacity(stream);
   int64_t initial, max_cap;
   if (cap == SequenceKvCache::kUnbounded) {
     initial = stream + std::min<int64_t>(r.max_new_tokens, 512);  // grows geometrically beyond
@@ -227,14 +227,15 @@ void GenerationRun::Emit(Sequence& s, int32_t token, const std::string& text) {
 
 void GenerationRun::Accept(Sequence& s, int32_t token) {
   const Request& r = *s.request;
-  if (s.hooks) s.hooks->OnToken(token);
   if (!r.ignore_eos && e_.tokenizer->IsEndOfGeneration(token)) {
+    if (s.hooks) s.hooks->OnToken(token, {});
     Finish(s, FinishReason::kEos);
     return;
   }
   s.result.tokens.push_back(token);
   s.history.push_back(token);
   const std::string piece = s.detok->Push(token);
+  if (s.hooks) s.hooks->OnToken(token, piece);
   const std::string text = s.stop.Push(piece);
   s.next = token;
   Emit(s, token, text);

@@ -1,67 +1,37 @@
-// The policy registry (a table of factories), configuration validation and
-// the capacity rule. See kv_policy.h.
+// Policy lookup and creation over the registry (kv/policies/registry.cpp),
+// the shared eviction-config checks and the pad-length rule. See kv_policy.h.
 #include "kv/kv_policy.h"
 
 #include <algorithm>
-#include <cmath>
 #include <string>
-
-#include "kv/policies/policies.h"
 
 namespace skipkv {
 namespace {
 
-struct PolicyEntry {
-  const char* name;
-  std::unique_ptr<KvPolicy> (*make)(const KvPolicyConfig&);
-};
-
-// The registry: name -> factory. "h2o" is the R-KV intended semantics.
-constexpr PolicyEntry kPolicies[] = {
-    {"full", policies::MakeFull},      {"streaming", policies::MakeStreaming},
-    {"h2o", policies::MakeH2oRkv},     {"h2o_rkv", policies::MakeH2oRkv},
-    {"h2o_acc", policies::MakeH2oAcc}, {"snapkv", policies::MakeSnapKv},
-    {"rkv", policies::MakeRkv},
-};
-
-const PolicyEntry* FindPolicy(const std::string& name) {
-  for (const auto& e : kPolicies)
+const KvPolicyRegistration* FindPolicy(const std::string& name) {
+  for (const auto& e : KvPolicyRegistry())
     if (name == e.name) return &e;
   return nullptr;
 }
 
 std::string KnownList() {
   std::string s;
-  for (const auto& e : kPolicies) s += (s.empty() ? "" : ", ") + std::string(e.name);
+  for (const auto& e : KvPolicyRegistry()) s += (s.empty() ? "" : ", ") + std::string(e.name);
   return s;
 }
 
 std::string Val(int64_t v) { return std::to_string(v); }
 
-// Resolves h2o_heavy / h2o_recent = -1 (automatic) into concrete sizes.
-void ResolveH2oSplit(KvPolicyConfig& c) {
-  if (c.h2o_recent < 0 && c.h2o_heavy < 0) c.h2o_recent = c.budget / 2;
-  if (c.h2o_recent < 0) c.h2o_recent = c.budget - c.h2o_heavy;
-  if (c.h2o_heavy < 0) c.h2o_heavy = c.budget - c.h2o_recent;
-}
-
 }  // namespace
 
 std::vector<std::string> KnownKvPolicyNames() {
   std::vector<std::string> names;
-  for (const auto& e : kPolicies) names.emplace_back(e.name);
+  for (const auto& e : KvPolicyRegistry()) names.emplace_back(e.name);
   return names;
 }
 
-Status ValidateKvPolicyConfig(const KvPolicyConfig& config) {
+Status ValidateEvictionConfig(const KvPolicyConfig& config) {
   const std::string p = "kv policy '" + config.policy + "': ";
-  if (!FindPolicy(config.policy)) {
-    return InvalidArgument("unknown KV policy '" + config.policy + "' (known: " + KnownList() + ")");
-  }
-  for (int layer : config.trace_layers) {
-    if (layer < 0) return InvalidArgument(p + "trace layer " + Val(layer) + " is negative");
-  }
-  if (config.policy == "full") return Status::Ok();  // nothing else is used
   if (config.window < 1) {
     return InvalidArgument(p + "window (" + Val(config.window) + ") must be at least 1");
   }
@@ -78,30 +48,28 @@ Status ValidateKvPolicyConfig(const KvPolicyConfig& config) {
   if (config.pool_kernel < 1 || config.pool_kernel % 2 == 0) {
     return InvalidArgument(p + "pool_kernel (" + Val(config.pool_kernel) + ") must be a positive odd number");
   }
-  if (config.policy == "streaming") {
-    if (config.streaming_sinks < 0 || config.streaming_sinks + config.window > config.budget) {
-      return InvalidArgument(p + "streaming_sinks (" + Val(config.streaming_sinks) +
-                             ") must be in [0, budget − window] = [0, " + Val(config.budget - config.window) +
-                             "]");
-    }
-  }
-  if (config.policy == "h2o_acc") {
-    KvPolicyConfig c = config;
-    ResolveH2oSplit(c);
-    if (c.h2o_heavy < 1 || c.h2o_recent < 1 || c.h2o_heavy + c.h2o_recent != c.budget) {
-      return InvalidArgument(p + "h2o_heavy (" + Val(config.h2o_heavy) + ") and h2o_recent (" +
-                             Val(config.h2o_recent) + ") must be ≥ 1 and sum to the budget (" +
-                             Val(config.budget) + "); use -1 for automatic (B/2 each)");
-    }
-  }
   return Status::Ok();
 }
 
 StatusOr<std::shared_ptr<const KvPolicy>> CreateKvPolicy(const KvPolicyConfig& config) {
-  SKIPKV_RETURN_IF_ERROR(ValidateKvPolicyConfig(config));
-  KvPolicyConfig c = config;
-  if (c.policy == "h2o_acc") ResolveH2oSplit(c);
-  return std::shared_ptr<const KvPolicy>(FindPolicy(c.policy)->make(c));
+  const KvPolicyRegistration* entry = FindPolicy(config.policy);
+  if (!entry) {
+    return InvalidArgument("unknown KV policy '" + config.policy + "' (known: " + KnownList() + ")");
+  }
+  for (int layer : config.trace_layers) {
+    if (layer < 0) {
+      return InvalidArgument("kv policy '" + config.policy + "': trace layer " + Val(layer) + " is negative");
+    }
+  }
+  SKIPKV_ASSIGN_OR_RETURN(std::unique_ptr<KvPolicy> policy, entry->make(config));
+  return std::shared_ptr<const KvPolicy>(std::move(policy));
+}
+
+Status ValidateKvPolicyConfig(const KvPolicyConfig& config) { return CreateKvPolicy(config).status(); }
+
+bool KvPolicyEvicts(const KvPolicyConfig& config) {
+  auto policy = CreateKvPolicy(config);
+  return policy.ok() && (*policy)->evicts();
 }
 
 Status ValidatePadLens(const KvPolicyConfig& config, std::span<const int64_t> pad_lens) {
@@ -131,14 +99,13 @@ Status ValidatePadLens(const KvPolicyConfig& config, std::span<const int64_t> pa
   return Status::Ok();
 }
 
-int64_t CacheCapacity(const KvPolicyConfig& config, int64_t prompt_len) {
-  if (config.policy == "full") return SequenceKvCache::kUnbounded;
-  return std::max(prompt_len, config.budget + config.interval);
+int64_t KvPolicy::CacheCapacity(int64_t prompt_len) const {
+  return std::max(prompt_len, config_.budget + config_.interval);
 }
 
-void ConfigureCacheShape(const KvPolicyConfig& config, KvCacheShape* shape) {
-  shape->query_window = config.window;
-  shape->track_attention = config.policy == "h2o_acc";
+void KvPolicy::ConfigureCacheShape(KvCacheShape* shape) const {
+  shape->query_window = config_.window;
+  shape->track_attention = needs_attention_scores();
 }
 
 }  // namespace skipkv

@@ -52,28 +52,30 @@ struct KvPolicyConfig {
   std::vector<int> trace_layers;  // layers to trace; empty = all
 };
 
-// All registered policy names, in a fixed order (aliases included).
+// All registered policy names, in the registry's order (aliases included).
 std::vector<std::string> KnownKvPolicyNames();
 
-// Checks the configuration before any work starts. Errors name the field,
-// its value and the constraint, e.g. "kv policy: budget (8) must be larger
-// than the window (8)" or "unknown KV policy 'foo' (known: full, ...)".
+// Checks the configuration before any work starts: the name is registered,
+// then the policy's own factory validates the fields it uses. Errors name the
+// field, its value and the constraint, e.g. "kv policy 'rkv': budget (8) must
+// be larger than the window (8)" or "unknown KV policy 'foo' (known: full, ...)".
 Status ValidateKvPolicyConfig(const KvPolicyConfig& config);
 
+// The checks every evicting policy's factory runs first: window ≥ 1,
+// budget > window, interval ≥ 1, mix_lambda in [0, 1], pool_kernel odd.
+// `full` does not call it (it uses none of these fields).
+Status ValidateEvictionConfig(const KvPolicyConfig& config);
+
 // Padded mode: checks that every row of a batch with left paddings
-// `pad_lens` (Δpad per row) still has room for real tokens, i.e. that the
-// policy's selectable budget exceeds max Δpad (spec A10: B − α > max Δpad
-// for rkv/snapkv). OK for every batch in ragged mode and for `full`.
+// `pad_lens` (Δpad per row) still has room for real tokens, i.e. that
+// Δpad ≤ KvPolicy::max_pad_len() (spec A10: B − α > max Δpad for
+// rkv/snapkv). OK for every batch in ragged mode and for `full`.
 Status ValidatePadLens(const KvPolicyConfig& config, std::span<const int64_t> pad_lens);
 
-// Slots a SequenceKvCache needs for a request with a (padded) prompt of
-// `prompt_len` tokens: SequenceKvCache::kUnbounded for `full`, otherwise
-// max(prompt_len, B + Δt) — the cache never holds more (see kv_compressor.h).
-int64_t CacheCapacity(const KvPolicyConfig& config, int64_t prompt_len);
-
-// Sets the fields of a cache shape the policy depends on: query_window = α
-// and track_attention (true for h2o_acc).
-void ConfigureCacheShape(const KvPolicyConfig& config, KvCacheShape* shape);
+// True when `config` names a valid policy that evicts (false for `full` and
+// for invalid configurations): for callers that only hold a config, e.g. to
+// print the budget only when it matters.
+bool KvPolicyEvicts(const KvPolicyConfig& config);
 
 // ---- Extension points (SkipKV) ----------------------------------------------
 
@@ -173,6 +175,15 @@ class KvPolicy {
   // Per-sequence state for this policy (nullptr if it has none).
   virtual std::unique_ptr<KvSequenceState> NewSequenceState() const { return nullptr; }
 
+  // Slots a SequenceKvCache needs for a request with a (padded) prompt of
+  // `prompt_len` tokens: max(prompt_len, B + Δt) for an evicting policy —
+  // the cache never holds more (see kv_compressor.h); `full` returns
+  // SequenceKvCache::kUnbounded.
+  virtual int64_t CacheCapacity(int64_t prompt_len) const;
+  // Sets the fields of a cache shape the policy depends on: query_window = α
+  // and track_attention = needs_attention_scores().
+  void ConfigureCacheShape(KvCacheShape* shape) const;
+
  protected:
   explicit KvPolicy(const KvPolicyConfig& config) : config_(config) {}
 
@@ -183,5 +194,21 @@ class KvPolicy {
 // Validates `config` and creates its policy; unknown names are an
 // InvalidArgument listing the known ones.
 StatusOr<std::shared_ptr<const KvPolicy>> CreateKvPolicy(const KvPolicyConfig& config);
+
+// ---- The registry ---------------------------------------------------------------
+
+// A factory validates the fields its policy uses (evicting policies call
+// ValidateEvictionConfig first) and creates the policy; it is only called
+// with a registered name and non-negative trace layers.
+using KvPolicyFactory = StatusOr<std::unique_ptr<KvPolicy>> (*)(const KvPolicyConfig& config);
+
+struct KvPolicyRegistration {
+  const char* name;  // the value of KvPolicyConfig::policy
+  KvPolicyFactory make;
+};
+
+// The built-in policies, in a fixed order; defined next to them in
+// kv/policies/registry.cpp (one line per name, aliases included).
+std::span<const KvPolicyRegistration> KvPolicyRegistry();
 
 }  // namespace skipkv

@@ -216,4 +216,32 @@ TEST(CliPerplexityTest, ScoresAFileAndPrintsTheEstimate) {
   std::remove(path.c_str());
 }
 
+TEST(CliTokenizeTest, SkipkvSetsListsDelimitersKeywordsAndSplit) {
+  CmdResult r = Skipkv("tokenize --skipkv-sets");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // tok512: every default delimiter ends in the newline byte (id 13); no
+  // keyword is a single piece, so all are matched on text.
+  EXPECT_NE(r.out.find("\".\\n\\n\" -> [410 \" \", 426 \".\", 13 \"\\n\", 13 \"\\n\"] -> 13"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  D = [13 \"\\n\"]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  N = []"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"Alternatively\""), std::string::npos) << r.out;
+  CmdResult dot = Skipkv("tokenize --skipkv-sets --sentence-delimiter . --sentence-delimiter '\\n'");
+  ASSERT_EQ(dot.exit_code, 0) << dot.err;
+  EXPECT_NE(dot.out.find("  D = [13 \"\\n\", 426 \".\"]"), std::string::npos) << dot.out;
+  const std::string qwen = std::string(SKIPKV_DEPS_DIR) + "/npm/tokenizer-qwen3/models/tokenizer.json";
+  if (std::ifstream(qwen)) {
+    CmdResult q = Skipkv("tokenize --skipkv-sets --tokenizer-json " + qwen);
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+    EXPECT_NE(q.out.find("  D = [198 \"\\n\", 271 \"\\n\\n\", 340 \")\\n\", 382 \".\\n\\n\", 624 \".\\n\", 692"),
+              std::string::npos)
+        << q.out;
+    EXPECT_NE(q.out.find("\" Wait\" -> [13824 \" Wait\"] id"), std::string::npos) << q.out;
+    EXPECT_NE(q.out.find("think: start = 151667, end = 151668"), std::string::npos) << q.out;
+  }
+  CmdResult bad = Skipkv("tokenize --skipkv-sets --sentence-delimiter ''");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("empty string"), std::string::npos) << bad.err;
+}
+
 }  // namespace

@@ -323,6 +323,7 @@ class RecordingHooks : public SequenceHooks {
   struct Log {
     std::vector<int32_t> hidden_gen_pos;  // gen_pos of every final-hidden row, in order
     std::vector<int32_t> tokens;          // OnToken
+    std::string text;                     // OnToken's pieces, concatenated
     int64_t scheduled_compressions = 0;
     int64_t forwards = 0;
     int64_t pad_len = -1;
@@ -355,7 +356,10 @@ class RecordingHooks : public SequenceHooks {
       for (int j = 0; j < log_->d_model; ++j) log_->rows_finite &= std::isfinite(hidden[i * log_->d_model + j]);
     }
   }
-  void OnToken(int32_t token) override { log_->tokens.push_back(token); }
+  void OnToken(int32_t token, std::string_view text) override {
+    log_->tokens.push_back(token);
+    log_->text += text;
+  }
   std::vector<std::pair<std::string, double>> Diagnostics() const override {
     return {{"test.forwards", static_cast<double>(log_->forwards)}};
   }
@@ -390,6 +394,7 @@ TEST(EngineHooksTest, HooksSeeEveryRowAndTheCompressionSchedule) {
   ASSERT_EQ(log.hidden_gen_pos.size(), 5u + 59u);
   for (size_t i = 0; i < log.hidden_gen_pos.size(); ++i) EXPECT_EQ(log.hidden_gen_pos[i], static_cast<int32_t>(i));
   EXPECT_EQ(log.tokens, res[0].tokens);
+  EXPECT_EQ(log.text, res[0].text);  // the pieces are the streamed text (no stop strings here)
   EXPECT_EQ(log.forwards, 2 + 59);  // prefill chunks of 3 (3 + 2), then one per fed token
   // Decode forwards start at l0 = 5..63; R-KV schedules those with l0 % 8 == 0
   // (8, 16, ..., 56); the cache reaches B = 24 slots from l0 = 24 on, so

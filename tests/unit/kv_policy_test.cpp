@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -16,12 +17,23 @@
 #include "kv/kv_compressor.h"
 #include "kv/policies/scored_policy.h"
 #include "kv/score_adjust.h"
+#include "util/check.h"
 #include "util/thread_pool.h"
 
 namespace skipkv {
 namespace {
 
 constexpr int kLayers = 3, kHeads = 4, kKvHeads = 2, kDim = 16;
+
+std::shared_ptr<const KvPolicy> MustCreate(const KvPolicyConfig& cfg) {
+  auto policy = CreateKvPolicy(cfg);
+  SKIPKV_CHECK_MSG(policy.ok(), policy.status().ToString().c_str());
+  return *policy;
+}
+
+int64_t CacheCapacity(const KvPolicyConfig& cfg, int64_t prompt) {
+  return MustCreate(cfg)->CacheCapacity(prompt);
+}
 
 KvCacheShape Shape(const KvPolicyConfig& cfg, KvDType dtype = KvDType::kF32) {
   KvCacheShape s;
@@ -30,7 +42,7 @@ KvCacheShape Shape(const KvPolicyConfig& cfg, KvDType dtype = KvDType::kF32) {
   s.n_kv_heads = kKvHeads;
   s.head_dim = kDim;
   s.dtype = dtype;
-  ConfigureCacheShape(cfg, &s);
+  MustCreate(cfg)->ConfigureCacheShape(&s);
   return s;
 }
 
@@ -475,6 +487,32 @@ TEST(KvPolicyConfigTest, RejectsBadConfigurationsWithClearMessages) {
   EXPECT_NE(Error(sinks).find("streaming_sinks (9)"), std::string::npos);
   // full ignores the budget fields.
   EXPECT_TRUE(ValidateKvPolicyConfig(Config("full", 0, 0, 0)).ok());
+  auto trace = Config("full");
+  trace.trace_layers = {0, -2};
+  EXPECT_NE(Error(trace).find("trace layer -2 is negative"), std::string::npos) << Error(trace);
+}
+
+TEST(KvPolicyConfigTest, RegistryNamesCreateTheirPolicies) {
+  // Every registered name creates a policy whose properties drive the cache:
+  // the name it reports is itself registered (aliases map to a canonical
+  // name), only `full` is unbounded and never evicts, and the cache tracks
+  // attention exactly for the policies that read it.
+  const auto names = KnownKvPolicyNames();
+  for (const std::string& name : names) {
+    auto policy = MustCreate(Config(name, 64, 8, 16));
+    EXPECT_NE(std::find(names.begin(), names.end(), std::string(policy->name())), names.end()) << name;
+    EXPECT_EQ(policy->evicts(), name != "full") << name;
+    EXPECT_EQ(KvPolicyEvicts(Config(name, 64, 8, 16)), policy->evicts()) << name;
+    EXPECT_EQ(policy->CacheCapacity(10), name == "full" ? SequenceKvCache::kUnbounded : 64 + 16) << name;
+    KvCacheShape shape;
+    policy->ConfigureCacheShape(&shape);
+    EXPECT_EQ(shape.query_window, 8);
+    EXPECT_EQ(shape.track_attention, policy->needs_attention_scores()) << name;
+  }
+  EXPECT_EQ(MustCreate(Config("h2o", 64, 8, 16))->name(), "h2o_rkv");
+  EXPECT_TRUE(MustCreate(Config("h2o_acc", 64, 8, 16))->needs_attention_scores());
+  EXPECT_FALSE(KvPolicyEvicts(Config("lru")));
+  EXPECT_FALSE(KvPolicyEvicts(Config("rkv", 8, 8, 16))) << "invalid configurations do not evict";
 }
 
 TEST(KvPolicyConfigTest, PadLengthsAreCheckedAgainstTheBudget) {

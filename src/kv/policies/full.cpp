@@ -1,8 +1,7 @@
 // FullKV ("full"): no eviction; the cache grows with the sequence
 // (SequenceKvCache::kUnbounded). The reference point for every other policy:
 // evicting nothing must give logits identical to this.
-#include "kv/policies/policies.h"
-#include "util/check.h"
+#include "kv/kv_policy.h"
 
 namespace skipkv::policies {
 namespace {
@@ -14,6 +13,7 @@ class FullPolicy final : public KvPolicy {
   bool evicts() const override { return false; }
   int64_t recent_window() const override { return 0; }
   int64_t max_pad_len() const override { return INT64_MAX; }
+  int64_t CacheCapacity(int64_t) const override { return SequenceKvCache::kUnbounded; }
   // Never called by the compressor (evicts() is false); keeps every slot.
   void SelectKeep(const KvLayerInput& in, KvScratch&, KeepSets& keep) const override {
     keep.assign(in.n_kv_heads, {});
@@ -24,8 +24,9 @@ class FullPolicy final : public KvPolicy {
 
 }  // namespace
 
-std::unique_ptr<KvPolicy> MakeFull(const KvPolicyConfig& config) {
-  return std::make_unique<FullPolicy>(config);
+// Uses none of budget/window/interval/..., so none of them is validated.
+StatusOr<std::unique_ptr<KvPolicy>> MakeFull(const KvPolicyConfig& config) {
+  return std::unique_ptr<KvPolicy>(std::make_unique<FullPolicy>(config));
 }
 
 }  // namespace skipkv::policies

@@ -12,7 +12,8 @@
 // behaviour). The reference sums over the batch dim (batch 1 only); here
 // each sequence has its own accumulator. Per KV head with GQA (the
 // reference is MHA). Pads get no attention and, in padded mode, +inf.
-#include "kv/policies/policies.h"
+#include <string>
+
 #include "kv/policies/scored_policy.h"
 #include "util/check.h"
 
@@ -39,8 +40,21 @@ class H2oAccPolicy final : public ScoredPolicy {
 
 }  // namespace
 
-std::unique_ptr<KvPolicy> MakeH2oAcc(const KvPolicyConfig& config) {
-  return std::make_unique<H2oAccPolicy>(config);
+// Resolves h2o_heavy / h2o_recent = -1 (automatic) into concrete sizes:
+// recent = B/2 (or B − heavy when only heavy is given), heavy = B − recent.
+StatusOr<std::unique_ptr<KvPolicy>> MakeH2oAcc(const KvPolicyConfig& config) {
+  SKIPKV_RETURN_IF_ERROR(ValidateEvictionConfig(config));
+  KvPolicyConfig c = config;
+  if (c.h2o_recent < 0 && c.h2o_heavy < 0) c.h2o_recent = c.budget / 2;
+  if (c.h2o_recent < 0) c.h2o_recent = c.budget - c.h2o_heavy;
+  if (c.h2o_heavy < 0) c.h2o_heavy = c.budget - c.h2o_recent;
+  if (c.h2o_heavy < 1 || c.h2o_recent < 1 || c.h2o_heavy + c.h2o_recent != c.budget) {
+    return InvalidArgument("kv policy '" + config.policy + "': h2o_heavy (" +
+                           std::to_string(config.h2o_heavy) + ") and h2o_recent (" +
+                           std::to_string(config.h2o_recent) + ") must be ≥ 1 and sum to the budget (" +
+                           std::to_string(config.budget) + "); use -1 for automatic (B/2 each)");
+  }
+  return std::unique_ptr<KvPolicy>(std::make_unique<H2oAccPolicy>(c));
 }
 
 }  // namespace skipkv::policies

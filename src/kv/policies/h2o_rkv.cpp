@@ -12,7 +12,6 @@
 // (padded mode: never evicted), f32, ties to the lower gen_pos, position order.
 #include <algorithm>
 
-#include "kv/policies/policies.h"
 #include "kv/policies/scored_policy.h"
 #include "kv/scores.h"
 
@@ -44,8 +43,9 @@ class H2oRkvPolicy final : public ScoredPolicy {
 
 }  // namespace
 
-std::unique_ptr<KvPolicy> MakeH2oRkv(const KvPolicyConfig& config) {
-  return std::make_unique<H2oRkvPolicy>(config);
+StatusOr<std::unique_ptr<KvPolicy>> MakeH2oRkv(const KvPolicyConfig& config) {
+  SKIPKV_RETURN_IF_ERROR(ValidateEvictionConfig(config));
+  return std::unique_ptr<KvPolicy>(std::make_unique<H2oRkvPolicy>(config));
 }
 
 }  // namespace skipkv::policies

@@ -16,7 +16,6 @@
 //     reference returns them in score order).
 #include <algorithm>
 
-#include "kv/policies/policies.h"
 #include "kv/policies/scored_policy.h"
 #include "kv/scores.h"
 
@@ -49,8 +48,9 @@ class RkvPolicy final : public ScoredPolicy {
 
 }  // namespace
 
-std::unique_ptr<KvPolicy> MakeRkv(const KvPolicyConfig& config) {
-  return std::make_unique<RkvPolicy>(config);
+StatusOr<std::unique_ptr<KvPolicy>> MakeRkv(const KvPolicyConfig& config) {
+  SKIPKV_RETURN_IF_ERROR(ValidateEvictionConfig(config));
+  return std::unique_ptr<KvPolicy>(std::make_unique<RkvPolicy>(config));
 }
 
 }  // namespace skipkv::policies

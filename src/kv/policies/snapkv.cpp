@@ -10,7 +10,6 @@
 // max over the group's logits, so the cache keeps n_kv_heads heads. From the
 // R-KV code — pad slots masked (padded mode: never evicted), f32 scores,
 // ties to the lower gen_pos, kept slots in position order.
-#include "kv/policies/policies.h"
 #include "kv/policies/scored_policy.h"
 #include "kv/scores.h"
 
@@ -38,8 +37,9 @@ class SnapKvPolicy final : public ScoredPolicy {
 
 }  // namespace
 
-std::unique_ptr<KvPolicy> MakeSnapKv(const KvPolicyConfig& config) {
-  return std::make_unique<SnapKvPolicy>(config);
+StatusOr<std::unique_ptr<KvPolicy>> MakeSnapKv(const KvPolicyConfig& config) {
+  SKIPKV_RETURN_IF_ERROR(ValidateEvictionConfig(config));
+  return std::unique_ptr<KvPolicy>(std::make_unique<SnapKvPolicy>(config));
 }
 
 }  // namespace skipkv::policies

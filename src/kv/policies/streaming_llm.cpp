@@ -10,8 +10,9 @@
 // sinks + (B − sinks − Δpad) recent slots; in ragged mode this is exactly
 // first-`sinks` + last-(B − sinks). Score adjusters do not apply.
 #include <algorithm>
+#include <string>
 
-#include "kv/policies/policies.h"
+#include "kv/kv_policy.h"
 #include "util/check.h"
 
 namespace skipkv::policies {
@@ -62,8 +63,14 @@ class StreamingPolicy final : public KvPolicy {
 
 }  // namespace
 
-std::unique_ptr<KvPolicy> MakeStreaming(const KvPolicyConfig& config) {
-  return std::make_unique<StreamingPolicy>(config);
+StatusOr<std::unique_ptr<KvPolicy>> MakeStreaming(const KvPolicyConfig& config) {
+  SKIPKV_RETURN_IF_ERROR(ValidateEvictionConfig(config));
+  if (config.streaming_sinks < 0 || config.streaming_sinks + config.window > config.budget) {
+    return InvalidArgument(
+        "kv policy '" + config.policy + "': streaming_sinks (" + std::to_string(config.streaming_sinks) +
+        ") must be in [0, budget − window] = [0, " + std::to_string(config.budget - config.window) + "]");
+  }
+  return std::unique_ptr<KvPolicy>(std::make_unique<StreamingPolicy>(config));
 }
 
 }  // namespace skipkv::policies

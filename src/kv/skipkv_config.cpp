@@ -1,0 +1,62 @@
+// SkipkvConfig defaults and validation (see skipkv_config.h).
+#include "kv/skipkv_config.h"
+
+#include <cmath>
+
+namespace skipkv {
+
+std::vector<std::string> DefaultSentenceDelimiters() {
+  return {"\n", ".\n", ")\n", "\n\n", ".\n\n", ")\n\n"};
+}
+
+namespace {
+
+// A delimiter as it would be typed on a command line ("\n" for a newline).
+std::string Escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Status ValidateSkipkvConfig(const SkipkvConfig& config) {
+  const std::string p = "skipkv: ";
+  if (!(config.sim_threshold > 0.f && config.sim_threshold <= 1.f)) {
+    return InvalidArgument(p + "sim_threshold (" + std::to_string(config.sim_threshold) +
+                           ") must be in (0, 1]");
+  }
+  if (config.min_sentence_tokens < 1) {
+    return InvalidArgument(p + "min_sentence_tokens (" + std::to_string(config.min_sentence_tokens) +
+                           ") must be at least 1");
+  }
+  if (config.max_sentences < 1) {
+    return InvalidArgument(
+        p + "max_sentences (" + std::to_string(config.max_sentences) +
+        ") must be at least 1: a new sentence is compared with the last max_sentences ones");
+  }
+  if (config.delimiters.empty()) {
+    return InvalidArgument(p + "delimiters is empty: at least one sentence delimiter is needed");
+  }
+  for (size_t i = 0; i < config.delimiters.size(); ++i) {
+    if (config.delimiters[i].empty()) {
+      return InvalidArgument(p + "delimiters[" + std::to_string(i) + "] is an empty string");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (config.delimiters[j] == config.delimiters[i]) {
+        return InvalidArgument(p + "delimiter \"" + Escaped(config.delimiters[i]) + "\" is listed twice");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace skipkv

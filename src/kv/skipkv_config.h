@@ -1,0 +1,34 @@
+// SkipKV's sentence-level settings (spec §6.11): the redundancy threshold τ,
+// the sentence rules (A3, A9, §1.3) and the cost bound K of the pairwise
+// sentence similarity (PSS). The sentence bookkeeping itself lives in
+// src/steer/; the kv layer only carries the configuration so that a policy
+// configuration (KvPolicyConfig) can hold it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace skipkv {
+
+// The paper's six sentence delimiters (spec §1.3, R-KV's newline list):
+// "\n", ".\n", ")\n", "\n\n", ".\n\n", ")\n\n". A delimiter's token id is the
+// last id of its encoding.
+std::vector<std::string> DefaultSentenceDelimiters();
+
+struct SkipkvConfig {               // spec §6.11
+  float sim_threshold = 0.95f;      // τ in (0, 1]: an earlier sentence with PSS > τ is redundant
+  int min_sentence_tokens = 2;      // A9, >= 1: shorter spans are not sentences
+  bool pss_include_prompt = false;  // A3: prompt sentences take part in the PSS and count in N_o
+  int64_t max_sentences = 1024;     // K: a new sentence is compared with at most the last K (>= 1)
+  std::vector<std::string> delimiters = DefaultSentenceDelimiters();  // non-empty strings, at least one
+  bool sentence_scoring = true;  // false = the R-KV ablation (no penalty)
+};
+
+// InvalidArgument naming the field, its value and the constraint, e.g.
+// "skipkv: sim_threshold (1.5) must be in (0, 1]".
+Status ValidateSkipkvConfig(const SkipkvConfig& config);
+
+}  // namespace skipkv

@@ -1,0 +1,82 @@
+// SkipkvSentenceHooks: the per-sequence sentence side of SkipKV, as
+// SequenceHooks (spec §6.4–6.7).
+//
+//   OnFinalHidden: each real row (gen_pos order) goes through the
+//     SentenceTracker with its final normed hidden state; prompt rows come
+//     from the prefill, a generated token's row from the forward that feeds
+//     it, one step after it was sampled (§6.5 note), so a sentence closes one
+//     step after its delimiter was sampled. A closed sentence that takes part
+//     in the PSS (a generated one, or any with pss_include_prompt, A3) is
+//     queued in the RedundantSentenceSet; a NONEXEC one counts in N_o under
+//     the same rule.
+//   OnToken: keeps the sampled token's text for the text fallback of A6 (it
+//     is fed, and its hidden row arrives, in the next forward).
+//   BeforeForward with step.compresses: the PSS / T update (§6.5 step 7,
+//     §6.7), then T goes into `penalty` (GenPosRangePenalty::Add) when it is
+//     not null. With sentence_scoring off the caller passes nullptr and T is
+//     still computed for the diagnostics.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kv/score_adjust.h"
+#include "kv/skipkv_config.h"
+#include "skipkv/sequence_hooks.h"
+#include "steer/redundant_set.h"
+#include "steer/sentence_tracker.h"
+#include "steer/token_sets.h"
+
+namespace skipkv {
+
+class SkipkvSentenceHooks : public SequenceHooks {
+ public:
+  // `config` must be valid (ValidateSkipkvConfig); `sets` not null; `penalty`
+  // (may be null) must outlive the hooks.
+  SkipkvSentenceHooks(const SkipkvConfig& config, std::shared_ptr<const SkipkvTokenSets> sets,
+                      GenPosRangePenalty* penalty);
+
+  void OnStart(const SequenceStart& start) override;
+  void BeforeForward(const SequenceStep& step) override;
+  bool WantsFinalHidden() const override { return true; }
+  void OnFinalHidden(std::span<const BatchToken> rows, const float* hidden) override;
+  void OnToken(int32_t token, std::string_view text) override;
+  // skipkv.sentences (all closed sentences), skipkv.prompt_sentences,
+  // skipkv.pss_sentences (taking part in the PSS), skipkv.redundant_sentences
+  // (|T|), skipkv.nonexec_sentences (N_o), skipkv.pss_updates,
+  // skipkv.pss_comparisons (dot products), skipkv.sentence_ms (time spent in
+  // these hooks: bookkeeping + PSS).
+  std::vector<std::pair<std::string, double>> Diagnostics() const override;
+
+  // N_o: completed NONEXEC sentences so far (prompt ones only with
+  // pss_include_prompt, A3), for adaptive steering (§6.9).
+  int64_t nonexec_count() const { return nonexec_; }
+  const SentenceTracker& tracker() const { return *tracker_; }
+  const RedundantSentenceSet& redundant() const { return *redundant_; }
+  int64_t pss_updates() const { return updates_; }
+
+ private:
+  SkipkvConfig config_;
+  std::shared_ptr<const SkipkvTokenSets> sets_;
+  GenPosRangePenalty* penalty_;
+  std::optional<SentenceTracker> tracker_;
+  std::optional<RedundantSentenceSet> redundant_;
+  std::string pending_text_;  // text of the sampled token not yet fed
+  bool pending_valid_ = false;
+  int32_t pending_token_ = -1;
+  int64_t nonexec_ = 0;
+  int64_t pss_sentences_ = 0;
+  int64_t updates_ = 0;
+  std::chrono::steady_clock::duration busy_{};
+};
+
+std::unique_ptr<SkipkvSentenceHooks> MakeSkipkvSentenceHooks(const SkipkvConfig& config,
+                                                             std::shared_ptr<const SkipkvTokenSets> sets,
+                                                             GenPosRangePenalty* penalty);
+
+}  // namespace skipkv

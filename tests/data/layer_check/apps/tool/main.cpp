@@ -1,0 +1,2 @@
+#include "skipkv/engine.h"
+#include "hwy/highway.h"

@@ -1,0 +1,1 @@
+#include "skipkv/sequence_hooks.h"

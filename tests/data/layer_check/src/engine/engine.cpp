@@ -1,0 +1,1 @@
+#include "util/status.h"

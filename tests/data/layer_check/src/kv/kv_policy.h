@@ -1,0 +1,1 @@
+#include "kv/kv_policy.h"

@@ -1,0 +1,1 @@
+// a directory outside the order

@@ -1,0 +1,2 @@
+#include "kv/policies/registry.h"
+#include "skipkv/sequence_hooks.h"
