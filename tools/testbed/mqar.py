@@ -68,6 +68,7 @@ def main():
     ap.add_argument("--vals", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--wd", type=float, default=0.1)
+    ap.add_argument("--init", choices=["hf", "scaled"], default="hf")
     ap.add_argument("--copy-frac", type=float, default=0.0,
                     help="share of each batch given the copy task (random sequence repeated)")
     ap.add_argument("--copy-len", type=int, default=16)
@@ -81,7 +82,8 @@ def main():
     ge = torch.Generator().manual_seed(10_000 + a.seed)
     V = a.keys + a.vals + 1
     c = Qwen2Config(vocab_size=V, hidden_size=a.d, intermediate_size=2 * a.d, num_hidden_layers=a.layers,
-                    num_attention_heads=a.heads, num_key_value_heads=a.heads, max_position_embeddings=256)
+                    num_attention_heads=a.heads, num_key_value_heads=a.heads, max_position_embeddings=256,
+                    tie_word_embeddings=False, init=a.init)
     m = Qwen2ForCausalLM(c)
     opt = torch.optim.AdamW(m.parameters(), lr=a.lr, weight_decay=a.wd, betas=(0.9, 0.98))
     ev_x, ev_m = batch(ge, 256, a.pairs, a.keys, a.vals, a.queries)

@@ -31,6 +31,9 @@ class Qwen2Config:
     rope_theta: float = 10000.0
     rms_norm_eps: float = 1e-6
     tie_word_embeddings: bool = True
+    # "hf": every weight N(0, 0.02), as HF initialises Qwen2 (meant for d ~ 1000s);
+    # "scaled": Linear weights N(0, 1/fan_in), embeddings N(0, 1) (see Qwen2ForCausalLM._init).
+    init: str = "hf"
 
     @property
     def head_dim(self):
@@ -38,6 +41,7 @@ class Qwen2Config:
 
     def hf_json(self, bos_id=None, eos_id=None):
         d = asdict(self)
+        d.pop("init")
         d.update({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_act": "silu",
                   "torch_dtype": "float32", "use_sliding_window": False})
         if bos_id is not None:
@@ -143,14 +147,17 @@ class Qwen2ForCausalLM(nn.Module):
         self.register_buffer("rope_sin", sin, persistent=False)
         self.apply(self._init)
 
-    @staticmethod
-    def _init(m):
+    def _init(self, m):
+        # With N(0, 0.02) at d = 64..256, q.k logits start near 0 and each of W_q, W_k gets a gradient
+        # scaled by the other (small) one: attention patterns are slow to leave uniform, the long plateau
+        # before a copy head forms. "scaled" starts the logits at O(1).
+        scaled = self.config.init == "scaled"
         if isinstance(m, nn.Linear):
-            nn.init.normal_(m.weight, std=0.02)
+            nn.init.normal_(m.weight, std=m.in_features ** -0.5 if scaled else 0.02)
             if m.bias is not None:
                 nn.init.zeros_(m.bias)
         elif isinstance(m, nn.Embedding):
-            nn.init.normal_(m.weight, std=0.02)
+            nn.init.normal_(m.weight, std=1.0 if scaled and not self.config.tie_word_embeddings else 0.02)
 
     def forward(self, tokens):
         """tokens [B, T] int64 -> logits [B, T, vocab]."""

@@ -145,7 +145,11 @@ def main():
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--ckpt-every", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="1 on a busy machine: 2 OpenMP threads on contended cores ran 11x slower")
+    ap.add_argument("--init", choices=["hf", "scaled"], default="scaled",
+                    help="scaled: the copy head forms (README); hf (std 0.02): stuck on the plateau")
+    ap.add_argument("--tie", action="store_true", help="tie the LM head to the embeddings")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     os.makedirs(a.out, exist_ok=True)
@@ -153,7 +157,7 @@ def main():
     torch.manual_seed(a.seed)
     c = Qwen2Config(vocab_size=tok.eos + 1, hidden_size=a.d, intermediate_size=a.ffn,
                     num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.heads,
-                    max_position_embeddings=a.ctx)
+                    max_position_embeddings=a.ctx, tie_word_embeddings=a.tie, init=a.init)
     m = Qwen2ForCausalLM(c)
     opt = torch.optim.AdamW(m.parameters(), lr=a.lr, weight_decay=0.05, betas=(0.9, 0.98))
     ck = os.path.join(a.out, "ckpt.pt")
