@@ -282,5 +282,65 @@ TEST(SkipkvStoriesTest, VerbatimRepeatsEnterTAndAreEvictedFirst) {
   EXPECT_GT(penalised_evicted, 0);
 }
 
+// Padded mode (Δpad > 0): the hooks see pad rows and a prompt that starts at
+// gen_pos Δpad. With no eviction (B above every length) the shorter
+// request's sentences are its ragged sentences shifted by Δpad, and every
+// sentence both runs put in T has the same λ.
+TEST(SkipkvStoriesTest, PaddedRowSentencesAreTheRaggedOnesShifted) {
+  auto sets = std::make_shared<const SkipkvTokenSets>([] {
+    auto src = OpenModel(std::string(kEmbeddedModelPath));
+    auto tok = Tokenizer::FromModelSource(**src);
+    const std::vector<std::string> dot = {"."};
+    return *BuildSkipkvTokenSets(**tok, dot);
+  }());
+  SkipkvConfig c;
+  c.delimiters = {"."};
+  c.sim_threshold = 0.9f;
+  std::vector<Log> logs(4);
+  std::vector<std::vector<int32_t>> tokens;
+  for (PadPolicy pad : {PadPolicy::kRagged, PadPolicy::kPadded}) {
+    EngineOptions o;
+    o.threads = 2;
+    o.kv.policy = "rkv";
+    o.kv.budget = 400;  // never reached: PSS updates on the schedule, no eviction
+    o.kv.interval = 16;
+    o.kv.pad_policy = pad;
+    auto engine = Engine::Create(o);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    const size_t base = pad == PadPolicy::kRagged ? 0 : 2;
+    (*engine)->SetSequenceHooks([&](size_t index, const Request&) -> std::unique_ptr<SequenceHooks> {
+      return std::make_unique<Probe>(c, sets, &logs[base + index]);
+    });
+    std::vector<Request> reqs(2);
+    reqs[0].prompt = "Tom had a box";
+    reqs[1].prompt = "Once upon a time, there was a big dog named Max";
+    reqs[0].max_new_tokens = reqs[1].max_new_tokens = 120;
+    auto res = (*engine)->Generate(reqs);
+    ASSERT_TRUE(res.ok()) << res.status().ToString();
+    tokens.push_back((*res)[0].tokens);
+    EXPECT_EQ((*res)[0].kv.compressions, 0);
+  }
+  ASSERT_EQ(tokens[0], tokens[1]);  // the same greedy story either way
+  const Log &ragged = logs[0], &padded = logs[2];
+  const int32_t pad = static_cast<int32_t>(padded.prompt_end - ragged.prompt_end);
+  ASSERT_GT(pad, 0);
+  EXPECT_EQ(padded.hidden.begin()->first, pad);  // pad rows never reach the tracker's log
+  ASSERT_EQ(padded.sentences.size(), ragged.sentences.size());
+  ASSERT_GT(ragged.sentences.size(), 5u);
+  for (size_t i = 0; i < ragged.sentences.size(); ++i) {
+    EXPECT_EQ(padded.sentences[i].b, ragged.sentences[i].b + pad);
+    EXPECT_EQ(padded.sentences[i].e, ragged.sentences[i].e + pad);
+    EXPECT_EQ(padded.sentences[i].prompt, ragged.sentences[i].prompt);
+  }
+  int common = 0;
+  for (const auto& [span, lam] : ragged.final_t) {
+    auto it = padded.final_t.find({span.first + pad, span.second + pad});
+    if (it == padded.final_t.end()) continue;
+    ++common;
+    EXPECT_NEAR(it->second, lam, 1e-4);
+  }
+  EXPECT_GT(common, 0);
+}
+
 }  // namespace
 }  // namespace skipkv
