@@ -1,0 +1,65 @@
+"""Writes tests/data/testbed_tiny/: a tiny random-weight Qwen2 model from the testbed trainer (qwen2.py:
+tied embeddings, GQA 4/2, q/k/v biases, non-trivial weights), the testbed tokenizer, and PyTorch's
+reference logits for two generated problems — the oracle for tests/golden/testbed_tiny_test.cpp, which
+checks the engine's tokenizer ids and logits against them (the test never runs Python).
+
+  /usr/bin/python3 tools/testbed/make_golden.py --tokenizer data/models/testbed/tokenizer.json \\
+      --out tests/data/testbed_tiny
+
+refs.txt: per sequence, a line "text <hex of the UTF-8 text>", a line "ids <id> ...", then one line per
+checked position "pos <p> <logit_0> ... <logit_{V-1}>" (%.6f); 16 positions per sequence, the last included.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen  # noqa: E402
+from bpe import EOS, Tokenizer  # noqa: E402
+from hf_export import export  # noqa: E402
+from qwen2 import Qwen2Config, Qwen2ForCausalLM  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokenizer", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    torch.manual_seed(4321)
+    tok = Tokenizer(a.tokenizer)
+    c = Qwen2Config(vocab_size=tok.eos + 1, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+                    tie_word_embeddings=True)
+    m = Qwen2ForCausalLM(c)
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if "norm" in name:
+                p.copy_(1.0 + 0.3 * torch.randn_like(p))
+            elif p.dim() == 1:
+                p.copy_(0.5 * torch.randn_like(p))
+            else:
+                p.copy_(torch.randn_like(p) / math.sqrt(p.shape[-1]) * 1.5)
+    export(m, a.out, json.load(open(a.tokenizer)), eos_text=EOS, eos_id=tok.eos)
+    lines = []
+    for p in gen.generate("val", 2, 11, facts=(4, 6), terms=(6, 10)):
+        text = p["prompt"] + p["trace"]
+        ids = tok.encode(text)
+        with torch.no_grad():
+            logits = m(torch.tensor([ids]))[0]
+        n = len(ids)
+        pos = sorted(set([0, 1, 2, 3] + [round(i * (n - 1) / 11) for i in range(12)]))
+        lines.append("text " + text.encode().hex())
+        lines.append("ids " + " ".join(map(str, ids)))
+        for q in pos:
+            lines.append(f"pos {q} " + " ".join(f"{v:.6f}" for v in logits[q].tolist()))
+        print(f"sequence of {n} tokens, {len(pos)} positions")
+    with open(os.path.join(a.out, "refs.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

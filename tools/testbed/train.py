@@ -1,0 +1,207 @@
+"""Trains the testbed model (qwen2.py) on generated problems (gen.py) tokenised by the testbed BPE (bpe.py).
+
+Recipe levers from the probes (tools/testbed/README.md): loss on trace tokens only; a curriculum on the
+number of facts and of terms; a pure look-up task mixed into every batch (facts, then "Look up: a,b,c."
+and a trace of look-up lines only); full attention heads; the learning rate held at its peak (no decay)
+until the look-up accuracy passes --hold-until, then cosine to 10 %. Seeded: the batch of step s is a
+function of (seed, s), so a resumed run sees the same data as an uninterrupted one.
+
+Checkpoints (model, optimiser, step, RNG-free) go to OUT/ckpt.pt every --ckpt-every steps; rerunning the
+same command resumes. Logs: OUT/log.txt (one line per --eval-every steps: loss, teacher-forced accuracy of
+the look-up value digit, the arithmetic result digit, the first token of "Wait"/"Alternatively" lines).
+
+  nice -n 19 /usr/bin/python3 tools/testbed/train.py --tokenizer tok.json --out run1 --steps 6000
+"""
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen  # noqa: E402
+from bpe import Tokenizer  # noqa: E402
+from qwen2 import Qwen2Config, Qwen2ForCausalLM  # noqa: E402
+
+
+def lookup_problem(rng, n_facts, n_queries):
+    """The pure look-up task: the same fact format, a query list, and a trace of look-up lines."""
+    ns = gen.names(rng, n_facts)
+    val = {k: rng.randrange(10) for k in ns}
+    qs = [rng.choice(ns) for _ in range(n_queries)]
+    prompt = "Facts:\n" + "".join(f"{k}={val[k]}.\n" for k in ns) + f"Look up: {','.join(qs)}.\n<think>\n"
+    lines = [f"{q}={val[q]}." for q in qs]
+    return prompt, "\n".join(lines) + "\n", ["lookup"] * len(lines)
+
+
+def encode_example(tok, prompt, trace, kinds):
+    """Token ids, a loss mask (trace tokens and EOS) and, per scored position, a probe label:
+    the position whose next token is a look-up value digit / an arithmetic result digit / the first
+    token of a Wait or Alternatively line. Digits are single tokens (the Qwen2 pre-tokenizer isolates them)."""
+    p_ids = tok.encode(prompt)
+    t_ids = tok.encode(trace)
+    ids = p_ids + t_ids + [tok.eos]
+    # character offset of each trace token
+    offs, o = [], 0
+    for i in t_ids:
+        offs.append(o)
+        o += len(tok.piece(i))
+    start_of = {c: k for k, c in enumerate(offs)}
+    probes = {}
+    lines = trace.split("\n")
+    o = 0
+    for line, kind in zip(lines, kinds):
+        if kind == "lookup":
+            c = o + line.index("=") + 1
+            probes[c] = "lookup"
+        elif kind == "arith" and "=" in line:
+            probes[o + line.index("=") + 1] = "arith"
+        elif kind in ("wait", "alt"):
+            probes[o] = kind
+        o += len(line) + 1
+    label = [""] * len(ids)
+    for c, what in probes.items():
+        k = start_of.get(c)
+        if k is not None:
+            label[len(p_ids) + k - 1] = what  # the position that predicts token k of the trace
+    mask = [0] * (len(p_ids) - 1) + [1] * (len(t_ids) + 1)
+    return ids, mask, label
+
+
+def level_ranges(step, a):
+    lv = min(1.0, step / max(1, a.curriculum))
+    fmax = round(a.facts0 + lv * (a.facts[1] - a.facts0))
+    tmax = round(a.terms0 + lv * (a.terms[1] - a.terms0))
+    return (min(a.facts[0], fmax), fmax), (min(a.terms[0], tmax), tmax), lv
+
+
+def make_batch(tok, a, step, rng=None, full=False):
+    rng = rng or random.Random(f"train-batch:{a.seed}:{step}")
+    fr, tr, _ = level_ranges(10 ** 9 if full else step, a)
+    exs = []
+    for b in range(a.bs):
+        nf = rng.randint(*fr)
+        if b < round(a.bs * a.lookup_frac):
+            p, t, k = lookup_problem(rng, nf, rng.randint(4, 12))
+        else:
+            while True:
+                p, t, _, k = gen.make_problem(rng, nf, rng.randint(*tr))
+                if gen.split_of(p) == "train":
+                    break
+        ids, m, lab = encode_example(tok, p, t, k)
+        exs.append((ids[:a.ctx], m[:a.ctx - 1], lab[:a.ctx - 1]))
+    T = max(len(e[0]) for e in exs)
+    x = torch.full((len(exs), T), tok.eos, dtype=torch.long)
+    mk = torch.zeros((len(exs), T - 1), dtype=torch.bool)
+    labels = []
+    for i, (ids, m, lab) in enumerate(exs):
+        x[i, :len(ids)] = torch.tensor(ids)
+        mk[i, :len(m)] = torch.tensor(m, dtype=torch.bool)
+        labels.append(lab)
+    return x, mk, labels
+
+
+def evaluate(m, batches):
+    hit, tot = {}, {}
+    with torch.no_grad():
+        for x, mk, labels in batches:
+            pred = m(x[:, :-1]).argmax(-1)
+            ok = pred == x[:, 1:]
+            for i, lab in enumerate(labels):
+                for j, what in enumerate(lab):
+                    if what:
+                        tot[what] = tot.get(what, 0) + 1
+                        hit[what] = hit.get(what, 0) + int(ok[i, j])
+            tot["token"] = tot.get("token", 0) + int(mk.sum())
+            hit["token"] = hit.get("token", 0) + int((ok & mk).sum())
+    return {k: hit[k] / tot[k] for k in sorted(tot)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokenizer", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--steps", type=int, default=6000)
+    ap.add_argument("--bs", type=int, default=16)
+    ap.add_argument("--ctx", type=int, default=2048)
+    ap.add_argument("--d", type=int, default=192)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--heads", type=int, default=6)
+    ap.add_argument("--ffn", type=int, default=512)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--warmup", type=int, default=100)
+    ap.add_argument("--hold-until", type=float, default=0.95, help="look-up accuracy that ends the LR hold")
+    ap.add_argument("--lookup-frac", type=float, default=0.3)
+    ap.add_argument("--facts", type=int, nargs=2, default=[8, 24])
+    ap.add_argument("--terms", type=int, nargs=2, default=[20, 60])
+    ap.add_argument("--facts0", type=int, default=3)
+    ap.add_argument("--terms0", type=int, default=3)
+    ap.add_argument("--curriculum", type=int, default=3000, help="steps to reach the full problem sizes")
+    ap.add_argument("--eval-every", type=int, default=100)
+    ap.add_argument("--ckpt-every", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="1 on a busy machine: 2 OpenMP threads on contended cores ran 11x slower")
+    ap.add_argument("--init", choices=["hf", "scaled"], default="scaled",
+                    help="scaled: the copy head forms (README); hf (std 0.02): stuck on the plateau")
+    ap.add_argument("--tie", action="store_true", help="tie the LM head to the embeddings")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    os.makedirs(a.out, exist_ok=True)
+    tok = Tokenizer(a.tokenizer)
+    torch.manual_seed(a.seed)
+    c = Qwen2Config(vocab_size=tok.eos + 1, hidden_size=a.d, intermediate_size=a.ffn,
+                    num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.heads,
+                    max_position_embeddings=a.ctx, tie_word_embeddings=a.tie, init=a.init)
+    m = Qwen2ForCausalLM(c)
+    opt = torch.optim.AdamW(m.parameters(), lr=a.lr, weight_decay=0.05, betas=(0.9, 0.98))
+    ck = os.path.join(a.out, "ckpt.pt")
+    step, decay_from = 0, None
+    if os.path.exists(ck):
+        s = torch.load(ck)
+        m.load_state_dict(s["model"])
+        opt.load_state_dict(s["opt"])
+        step, decay_from = s["step"], s["decay_from"]
+    log = open(os.path.join(a.out, "log.txt"), "a")
+    print(f"# {json.dumps(vars(a))} params {m.num_params()} resume_step {step}", file=log, flush=True)
+    t0 = time.time()
+    while step < a.steps:
+        step += 1
+        if step <= a.warmup:
+            lr = a.lr * step / a.warmup
+        elif decay_from is None:
+            lr = a.lr
+        else:
+            f = min(1.0, (step - decay_from) / max(1, a.steps - decay_from))
+            lr = a.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * f)))
+        for pg in opt.param_groups:
+            pg["lr"] = lr
+        x, mk, _ = make_batch(tok, a, step)
+        logits = m(x[:, :-1])
+        loss = F.cross_entropy(logits[mk], x[:, 1:][mk])
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        opt.step()
+        if step % a.eval_every == 0:
+            _, _, lv = level_ranges(step, a)
+            cur = [make_batch(tok, a, step, random.Random(f"eval-cur:{a.seed}:{k}")) for k in range(2)]
+            acc = evaluate(m, cur)
+            if decay_from is None and step > a.warmup and lv >= 1.0 and acc.get("lookup", 0) >= a.hold_until:
+                decay_from = step
+            print(f"step {step} lr {lr:.2e} level {lv:.2f} loss {loss.item():.4f} T {x.shape[1]} "
+                  + " ".join(f"{k} {v:.3f}" for k, v in acc.items()) + f" t {time.time() - t0:.0f}s",
+                  file=log, flush=True)
+        if step % a.ckpt_every == 0 or step == a.steps:
+            torch.save({"model": m.state_dict(), "opt": opt.state_dict(), "step": step,
+                        "decay_from": decay_from, "config": c.__dict__}, ck + ".tmp")
+            os.replace(ck + ".tmp", ck)
+
+
+if __name__ == "__main__":
+    main()
