@@ -5,13 +5,20 @@
 //          directly (FillSyntheticKv; prefilling 16 x 16k tokens would take
 //          hours on a CPU), then S decode steps of one token per sequence
 //          (tokens/s summed over the batch)
-//   With --kv-policy the batched-decode caches hold what the policy keeps at
-//   that depth in steady state (B slots plus the query window), each step
-//   feeds the sequence's KvCompressor, and the first step of a repetition
-//   starts on a compression boundary (l % Δt == 0), so every repetition pays
-//   one full compression of every layer of every sequence. The t/s shown is
+//   With --kv-policy the batched-decode caches hold what the policy holds at
+//   that depth in steady state just before a compression (B + Δt − 1 slots
+//   plus the query window), each step feeds the sequence's KvCompressor,
+//   and the first step of a repetition starts on a compression boundary
+//   (l % Δt == 0), so every repetition pays one full compression of every
+//   layer of every sequence at the real length N = B + Δt. The t/s shown is
 //   amortised over Δt steps: batch·steps / (decode time + compression time
 //   · steps/Δt); the compression share of decode time is printed beside it.
+//   --kv-policy skipkv also runs each sequence's sentence hooks (the tracker
+//   fed every final hidden row, the PSS / T update before the compressing
+//   forward) after a warm-up through the whole history (sentences of 16
+//   tokens whose hidden rows repeat every 8 sentences, so T fills up), and
+//   reports their time apart: "sentences" = (bookkeeping per step + PSS
+//   per Δt steps) / decode time. The decode time excludes it.
 // Each test runs -r times after one warm-up; the table shows the median and
 // the spread (min..max); --json writes one JSON object per test.
 #include <algorithm>
@@ -28,10 +35,15 @@
 #include <nlohmann/json.hpp>
 
 #include "command_registry.h"
+#include "skipkv_options.h"
 #include "io/model_source.h"
 #include "kernels/ops.h"
 #include "kv/kv_compressor.h"
 #include "kv/kv_policy.h"
+#include "kv/policies/skipkv.h"
+#include "steer/skipkv_hooks.h"
+#include "steer/token_sets.h"
+#include "tokenizer/tokenizer.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "util/thread_pool.h"
@@ -51,6 +63,7 @@ struct BenchOptions {
   int decode_steps = 8;
   std::string json_path;
   KvPolicyConfig kv;  // policy "full" = no compression
+  std::shared_ptr<SkipkvOptions> skipkv_opts = std::make_shared<SkipkvOptions>();  // writes kv.skipkv
 };
 
 using Clock = std::chrono::steady_clock;
@@ -64,6 +77,9 @@ struct Sample {
   int depth = 0;
   std::vector<double> tokens_per_s;
   std::vector<double> compress_share;  // compression time / decode time (policies only)
+  std::vector<double> sentence_share;  // skipkv: sentence hooks' time / decode time
+  double redundant_sentences = 0;      // skipkv: |T| of sequence 0 (last repetition)
+  int64_t penalized_evicted = 0;       // skipkv: its penalised slots evicted
   size_t kv_bytes = 0;                 // allocated K+V bytes of all sequences
   double Median() const {
     auto v = tokens_per_s;
@@ -76,12 +92,18 @@ struct DecodeResult {
   double tokens_per_s = 0;
   double compress_share = 0;
   size_t kv_bytes = 0;
+  double sentence_share = 0;
+  // skipkv, sequence 0 at the end: |T| and the penalised slots evicted (all
+  // compressions of the repetition), so a run shows the penalty was exercised.
+  double redundant_sentences = 0;
+  int64_t penalized_evicted = 0;
 };
 
 class Bench {
  public:
-  Bench(const Model& model, KvDType kv_type, const KvPolicyConfig& kv)
-      : model_(model), kv_type_(kv_type), kv_(kv), fwd_(model) {}
+  Bench(const Model& model, KvDType kv_type, const KvPolicyConfig& kv,
+        std::shared_ptr<const SkipkvTokenSets> skipkv_sets = nullptr)
+      : model_(model), kv_type_(kv_type), kv_(kv), fwd_(model), sets_(std::move(skipkv_sets)) {}
 
   // Prefill n tokens into a fresh cache in one call; returns tokens/s.
   StatusOr<double> Prefill(int n, ThreadPool& pool, uint64_t seed) {
@@ -111,7 +133,11 @@ class Bench {
     std::vector<std::unique_ptr<SequenceKvCache>> caches;
     std::vector<std::unique_ptr<KvCompressor>> compressors;
     for (int s = 0; s < n_seqs; ++s) {
-      const int64_t filled = policy ? std::min<int64_t>(depth, kv_.budget) : depth;
+      // Steady state under a policy: B slots after the last compression plus
+      // Δt − 1 appended since, so the first timed step appends the Δt-th and
+      // compresses at the real length N = B + Δt (spec §2.1), as a long
+      // generation does every Δt steps.
+      const int64_t filled = policy ? std::min<int64_t>(depth, kv_.budget + kv_.interval - 1) : depth;
       // A policy's cache is bounded by B + Δt however deep the generation
       // (the depth came from decoding, not from a long prompt).
       const int64_t capacity = kv_policy->CacheCapacity(filled);
@@ -127,9 +153,28 @@ class Bench {
     std::vector<int32_t> tokens = RandomTokens(n_seqs, seed), pos(n_seqs), gen_pos(n_seqs);
     std::vector<SequenceInput> inputs(n_seqs);
     ForwardBatch batch;
-    double decode_s = 0, compress_s = 0;
+    double decode_s = 0, compress_s = 0, book_s = 0, pss_s = 0;
     // Policies: start on a compression boundary so each repetition pays one.
     const int64_t l0 = policy ? (depth + kv_.interval - 1) / kv_.interval * kv_.interval : depth;
+    // SkipKV: the sentence hooks of each sequence, linked to its compressor's
+    // state, warmed up through the history 0..l0−1.
+    std::vector<std::unique_ptr<SequenceHooks>> hooks;
+    if (kv_policy->uses_sentences()) {
+      for (int s = 0; s < n_seqs; ++s) {
+        auto state = std::make_unique<SkipkvSequenceState>(kv_.skipkv.sentence_scoring);
+        hooks.push_back(MakeSkipkvSentenceHooks(kv_.skipkv, sets_,
+                                                kv_.skipkv.sentence_scoring ? &state->penalty : nullptr));
+        SKIPKV_RETURN_IF_ERROR(compressors[s]->Reset(0, std::move(state)));
+        WarmSentences(*hooks.back(), l0, seed + 2000 + s);
+      }
+      batch.final_hidden_hook = [&](std::span<const BatchToken> rows, const float* hidden) {
+        const auto t = Clock::now();
+        for (size_t i = 0; i < rows.size(); ++i) {
+          hooks[rows[i].seq]->OnFinalHidden(rows.subspan(i, 1), hidden + i * model_.config().d_model);
+        }
+        book_s += Seconds(t, Clock::now());
+      };
+    }
     for (int step = 0; step < steps; ++step) {
       for (int s = 0; s < n_seqs; ++s) {
         pos[s] = static_cast<int32_t>(l0 + step);
@@ -140,6 +185,17 @@ class Bench {
         inputs[s].logits = LogitsMode::kLast;
       }
       batch.seqs = inputs;
+      if (!hooks.empty()) {
+        const auto t = Clock::now();
+        for (int s = 0; s < n_seqs; ++s) {
+          SequenceStep st;
+          st.l_before = l0 + step;
+          st.l_after = l0 + step + 1;
+          st.compresses = compressors[s]->Scheduled(st.l_before, st.l_after, ForwardKind::kDecode);
+          hooks[s]->BeforeForward(st);
+        }
+        pss_s += Seconds(t, Clock::now());
+      }
       auto t0 = Clock::now();
       SKIPKV_ASSIGN_OR_RETURN(auto out, fwd_.Run(batch, pool));
       decode_s += Seconds(t0, Clock::now());
@@ -156,10 +212,22 @@ class Bench {
       }
     }
     DecodeResult r;
-    // Amortise: one compression per Δt steps in steady state.
-    const double compress_per_step = policy ? compress_s / std::max(steps, static_cast<int>(kv_.interval)) : 0;
-    r.tokens_per_s = static_cast<double>(n_seqs) * steps / (decode_s + compress_per_step * steps);
+    // Amortise: one compression (and one PSS update) per Δt steps in steady
+    // state; the per-token bookkeeping ran inside the forward, so it is
+    // taken out of the decode time and counted apart.
+    decode_s -= book_s;
+    const double per_dt = policy ? std::max(steps, static_cast<int>(kv_.interval)) : 1;
+    const double compress_per_step = policy ? compress_s / per_dt : 0;
+    const double sentence_per_step = book_s / steps + pss_s / per_dt;
+    r.tokens_per_s =
+        static_cast<double>(n_seqs) * steps / (decode_s + (compress_per_step + sentence_per_step) * steps);
     r.compress_share = policy ? compress_per_step * steps / decode_s : 0;
+    r.sentence_share = sentence_per_step * steps / decode_s;
+    if (!hooks.empty()) {
+      for (const auto& [name, value] : hooks[0]->Diagnostics())
+        if (name == "skipkv.redundant_sentences") r.redundant_sentences = value;
+      r.penalized_evicted = compressors[0]->stats().penalized_evicted;
+    }
     for (const auto& c : caches) r.kv_bytes += c->AllocatedKvBytes();
     return r;
   }
@@ -187,10 +255,48 @@ class Bench {
       }
   }
 
+  // Feeds the sentence hooks a history of `l0` tokens at gen_pos 0..l0−1 as
+  // a real run would have: sentences of 16 tokens ending in a delimiter,
+  // hidden rows = one of 8 fixed random directions per sentence plus noise
+  // (so later sentences repeat earlier ones and T fills up), and a PSS
+  // update at every multiple of Δt.
+  void WarmSentences(SequenceHooks& hooks, int64_t l0, uint64_t seed) const {
+    const int d = model_.config().d_model;
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> dirs(8 * static_cast<size_t>(d));
+    for (auto& x : dirs) x = nd(rng);
+    const std::vector<int32_t> prompt = RandomTokens(1, seed);
+    SequenceStart start;
+    start.prompt = prompt;
+    start.d_model = d;
+    hooks.OnStart(start);
+    std::vector<float> row(d);
+    for (int64_t p = 0; p < l0; ++p) {
+      if (p > 0 && p % kv_.interval == 0) {
+        SequenceStep st;
+        st.l_before = p;
+        st.l_after = p + 1;
+        st.compresses = true;
+        hooks.BeforeForward(st);
+      }
+      const int64_t sentence = p / 16;
+      const bool delimiter = p % 16 == 15;
+      for (int i = 0; i < d; ++i) row[i] = dirs[(sentence % 8) * d + i] + 0.05f * nd(rng);
+      BatchToken t;
+      t.token = delimiter && !sets_->delimiters.empty() ? sets_->delimiters[0] : 0;
+      t.pos = t.gen_pos = static_cast<int32_t>(p);
+      t.last = true;
+      hooks.OnFinalHidden(std::span<const BatchToken>(&t, 1), row.data());
+      if (p >= 1) hooks.OnToken(t.token, delimiter ? "\n" : "x");
+    }
+  }
+
   const Model& model_;
   KvDType kv_type_;
   KvPolicyConfig kv_;
   ForwardPass fwd_;
+  std::shared_ptr<const SkipkvTokenSets> sets_;  // skipkv only
 };
 
 std::string HumanBytes(double b) {
@@ -209,6 +315,10 @@ int RunBench(const BenchOptions& o) {
     std::fprintf(stderr, "skipkv bench: --kv-type must be f16 or f32, got '%s'\n", o.kv_type.c_str());
     return 2;
   }
+  if (Status st = o.skipkv_opts->Finish(); !st.ok()) {
+    std::fprintf(stderr, "skipkv bench: %s\n", st.message().c_str());
+    return 2;
+  }
   if (Status st = ValidateKvPolicyConfig(o.kv); !st.ok()) {
     std::fprintf(stderr, "skipkv bench: %s\n", st.message().c_str());
     return 2;
@@ -225,6 +335,17 @@ int RunBench(const BenchOptions& o) {
     return 1;
   }
   const Model& model = **model_or;
+  std::shared_ptr<const SkipkvTokenSets> skipkv_sets;
+  if (KvPolicyUsesSentences(o.kv)) {
+    auto tok = Tokenizer::FromModelSource(*source);
+    StatusOr<SkipkvTokenSets> sets = tok.ok() ? BuildSkipkvTokenSets(**tok, o.kv.skipkv.delimiters)
+                                              : StatusOr<SkipkvTokenSets>(tok.status());
+    if (!sets.ok()) {
+      std::fprintf(stderr, "skipkv bench: SkipKV token sets: %s\n", sets.status().ToString().c_str());
+      return 1;
+    }
+    skipkv_sets = std::make_shared<const SkipkvTokenSets>(std::move(sets).value());
+  }
   size_t weight_bytes = 0;
   int64_t params = 0;
   for (const auto& t : source->tensors) {
@@ -245,7 +366,7 @@ int RunBench(const BenchOptions& o) {
     ThreadPool pool(threads);
     KvPolicyConfig full;  // pp and tg measure the plain forward pass
     Bench plain(model, kv, full);
-    Bench bench(model, kv, o.kv);
+    Bench bench(model, kv, o.kv, skipkv_sets);
     auto run = [&](Sample s, auto fn) -> bool {
       auto warm = fn(0);
       if (!warm.ok()) {
@@ -257,6 +378,9 @@ int RunBench(const BenchOptions& o) {
         if (!v.ok()) return false;
         s.tokens_per_s.push_back(v->tokens_per_s);
         s.compress_share.push_back(v->compress_share);
+        s.sentence_share.push_back(v->sentence_share);
+        s.redundant_sentences = v->redundant_sentences;
+        s.penalized_evicted = v->penalized_evicted;
         s.kv_bytes = v->kv_bytes;
       }
       auto [lo, hi] = std::minmax_element(s.tokens_per_s.begin(), s.tokens_per_s.end());
@@ -267,6 +391,12 @@ int RunBench(const BenchOptions& o) {
         auto c = s.compress_share;
         std::sort(c.begin(), c.end());
         std::printf(", compression %.1f%% of decode", 100 * c[c.size() / 2]);
+        if (skipkv_sets) {
+          auto t = s.sentence_share;
+          std::sort(t.begin(), t.end());
+          std::printf(", sentences %.4f%% (|T| %.0f, penalised slots evicted %lld)", 100 * t[t.size() / 2],
+                      s.redundant_sentences, static_cast<long long>(s.penalized_evicted));
+        }
       }
       std::printf("\n");
       std::fflush(stdout);
@@ -300,7 +430,8 @@ int RunBench(const BenchOptions& o) {
                           {"median_tokens_per_s", s.Median()},          {"weight_bytes", weight_bytes},
                           {"kv_policy", o.kv.policy},                    {"kv_budget", o.kv.budget},
                           {"kv_interval", o.kv.interval},                {"kv_bytes", s.kv_bytes},
-                          {"compress_share", s.compress_share}};
+                          {"compress_share", s.compress_share},          {"sentence_share", s.sentence_share},
+                          {"redundant_sentences", s.redundant_sentences}, {"penalized_evicted", s.penalized_evicted}};
       out << j.dump() << "\n";
     }
     if (!out) {
@@ -332,13 +463,14 @@ CommandRegistrar reg(
           ->capture_default_str();
       sub.add_option("--json", o->json_path, "Also write one JSON object per test to this file");
       sub.add_option("--kv-policy", o->kv.policy,
-                     "Batched decode under a KV policy (full, streaming, h2o, h2o_acc, snapkv, rkv)")
+                     "Batched decode under a KV policy (full, streaming, h2o, h2o_acc, snapkv, rkv, skipkv)")
           ->capture_default_str();
       sub.add_option("--kv-budget", o->kv.budget, "Slots kept per (layer, KV head) after a compression")
           ->capture_default_str();
       sub.add_option("--kv-window", o->kv.window, "Observation window / recent slots always kept")
           ->capture_default_str();
       sub.add_option("--kv-interval", o->kv.interval, "Compression interval in tokens")->capture_default_str();
+      o->skipkv_opts->Add(sub, &o->kv);
       return [o] { return RunBench(*o); };
     });
 

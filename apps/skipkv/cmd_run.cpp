@@ -15,6 +15,7 @@
 
 #include "command_registry.h"
 #include "engine_options.h"
+#include "skipkv_options.h"
 #include "skipkv/engine.h"
 
 namespace skipkv::cli {
@@ -36,6 +37,7 @@ struct RunOptions {
   int threads = 0;
   std::string kv_type = "f16";
   KvPolicyConfig kv;
+  SkipkvOptions skipkv;  // writes kv.skipkv
   std::string pad_policy = "ragged";
   int batch_size = 0;
   bool no_sort = false;
@@ -72,7 +74,18 @@ nlohmann::json ResultJson(const GenerationResult& r, const RunOptions& o, const 
   const EngineOptions& eo = engine.options();
   nlohmann::json diagnostics = nlohmann::json::object();
   for (const auto& [name, value] : r.diagnostics) diagnostics[name] = value;
+  // Spec §6.10 per row: compressions, redundant slots evicted per
+  // compression (the method's penalty; SkipKV), Δpad and B′ next to the
+  // method's own counters (|T|, N_o, sentences from its hooks).
+  diagnostics["kv.compressions"] = kv.compressions;
+  diagnostics["kv.pad_len"] = kv.pad_len;
+  diagnostics["kv.effective_budget"] = kv.effective_budget;
+  if (!kv.penalized_evicted_per_compression.empty()) {
+    diagnostics["kv.penalized_evicted"] = kv.penalized_evicted;
+    diagnostics["kv.penalized_evicted_per_compression"] = kv.penalized_evicted_per_compression;
+  }
   return {
+      {"method", nlohmann::json::parse(MethodJson(r.method))},
       {"diagnostics", diagnostics},
       {"index", r.index},
       {"text", r.text},
@@ -90,13 +103,15 @@ nlohmann::json ResultJson(const GenerationResult& r, const RunOptions& o, const 
        {{"peak_live_bytes", kv.peak_live_bytes}, {"final_live_bytes", kv.final_live_bytes},
         {"allocated_bytes", kv.allocated_bytes}, {"peak_slots", kv.peak_slots}, {"final_slots", kv.final_slots},
         {"compressions", kv.compressions}, {"slots_evicted", kv.slots_evicted}, {"compress_ms", kv.compress_ms},
-        {"pad_len", kv.pad_len}, {"effective_budget", kv.effective_budget}}},
+        {"pad_len", kv.pad_len}, {"effective_budget", kv.effective_budget},
+        {"penalized_evicted", kv.penalized_evicted}}},
       // Provenance: enough to rerun it.
       {"config",
        {{"model", engine.info().path}, {"model_name", engine.info().name}, {"chat", o.chat},
-        {"chat_template", engine.info().chat_template}, {"kv_policy", eo.kv.policy},
-        {"kv_budget", eo.kv.budget}, {"kv_window", eo.kv.window}, {"kv_interval", eo.kv.interval},
-        {"mix_lambda", eo.kv.mix_lambda}, {"kv_type", o.kv_type}, {"pad_policy", o.pad_policy},
+        {"chat_template", engine.info().chat_template}, {"kv_policy", r.method.kv.policy},
+        {"kv_budget", r.method.kv.budget}, {"kv_window", r.method.kv.window},
+        {"kv_interval", r.method.kv.interval}, {"mix_lambda", r.method.kv.mix_lambda}, {"kv_type", o.kv_type},
+        {"pad_policy", o.pad_policy},
         {"batch_size", eo.batch_size}, {"n_ubatch", eo.n_ubatch}, {"threads", o.threads},
         {"temperature", o.sampling.temperature}, {"top_k", o.sampling.top_k}, {"top_p", o.sampling.top_p},
         {"min_p", o.sampling.min_p}, {"repeat_penalty", o.sampling.repeat_penalty},
@@ -120,6 +135,17 @@ void PrintSummary(const GenerationResult& r, size_t n_requests) {
                who.c_str(), FormatBytes(kv.peak_live_bytes).c_str(), static_cast<long long>(kv.peak_slots),
                FormatBytes(kv.allocated_bytes).c_str(), static_cast<long long>(kv.compressions),
                static_cast<long long>(kv.slots_evicted), kv.compress_ms);
+  if (!kv.penalized_evicted_per_compression.empty() || !r.diagnostics.empty()) {
+    std::string line;
+    if (!kv.penalized_evicted_per_compression.empty())
+      line += "penalised slots evicted " + std::to_string(kv.penalized_evicted);
+    for (const auto& [name, value] : r.diagnostics) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%s%s %g", line.empty() ? "" : ", ", name.c_str(), value);
+      line += buf;
+    }
+    std::fprintf(stderr, "%s%s: %s\n", who.c_str(), MethodLabel(r.method).c_str(), line.c_str());
+  }
 }
 
 int RunGenerate(RunOptions o) {
@@ -250,7 +276,7 @@ CommandRegistrar reg("run", "Generate text (streams tokens; default: a story fro
   sub.add_option("-t,--threads", o->threads, "Worker threads (0 = all cores)")->capture_default_str();
   sub.add_option("--kv-type", o->kv_type, "KV cache element type: f16 or f32")->capture_default_str();
   sub.add_option("--kv-policy", o->kv.policy,
-                 "KV eviction policy: full, streaming, h2o (= h2o_rkv), h2o_rkv, h2o_acc, snapkv, rkv")
+                 "KV eviction policy: full, streaming, h2o (= h2o_rkv), h2o_rkv, h2o_acc, snapkv, rkv, skipkv")
       ->capture_default_str();
   sub.add_option("--kv-budget", o->kv.budget,
                  "B: slots kept per (layer, KV head) after a compression, window included (> --kv-window)")
@@ -260,8 +286,10 @@ CommandRegistrar reg("run", "Generate text (streams tokens; default: a story fro
   sub.add_option("--kv-interval", o->kv.interval,
                  "Delta-t: compress when the processed length is a multiple of this (R-KV schedule)")
       ->capture_default_str();
-  sub.add_option("--mix-lambda", o->kv.mix_lambda, "rkv: weight of importance vs redundancy, in [0, 1]")
+  sub.add_option("--mix-lambda", o->kv.mix_lambda,
+                 "rkv, skipkv (sigma): weight of importance vs redundancy, in [0, 1]")
       ->capture_default_str();
+  o->skipkv.Add(sub, &o->kv);
   sub.add_option("--kv-trace", o->kv.trace_path, "Write the kept positions of every compression (JSONL)");
   sub.add_option("--batch-size", o->batch_size,
                  "ragged: most requests active at once; padded: rows per left-padded batch (0 = all)")
@@ -276,7 +304,11 @@ CommandRegistrar reg("run", "Generate text (streams tokens; default: a story fro
   sub.add_option("-c,--ctx", o->n_ctx, "Context length to allow (0 = the model's)")->capture_default_str();
   sub.add_flag("--json", o->json, "Print one JSON result line per request instead of the text");
   sub.add_flag("-q,--quiet", o->quiet, "No summary on stderr");
-  return [o] { return RunGenerate(*o); };
+  return [o] {
+    Status st = o->skipkv.Finish();
+    if (!st.ok()) return Fail(st.message());
+    return RunGenerate(*o);
+  };
 });
 
 }  // namespace

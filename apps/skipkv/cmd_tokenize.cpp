@@ -39,10 +39,10 @@ struct TokenizeOptions {
   bool no_think = false;
   bool r1_specials = false;
   bool skipkv_sets = false;
-  std::vector<std::string> delimiters;  // --sentence-delimiter, escapes \\n \\t \\\\ decoded
+  std::vector<std::string> delimiters;  // --sentence-delimiter values, as typed (see Unescape)
 };
 
-// "\\n" -> newline, "\\t" -> tab, "\\\\" -> backslash; other text as is.
+// Backslash-n -> newline, backslash-t -> tab, two backslashes -> one; other text as is.
 std::string Unescape(const std::string& s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {

@@ -16,11 +16,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "kv/kv_policy.h"  // KvPolicyConfig, PadPolicy, KnownKvPolicyNames (re-exported)
+#include "skipkv/method.h"
 #include "skipkv/sampling.h"
 #include "skipkv/sequence_hooks.h"
 #include "util/status.h"
@@ -37,7 +39,9 @@ struct EngineOptions {
   std::string tokenizer_path;
   int threads = 0;                 // worker threads; <= 0 = all hardware threads
   KvDType kv_type = KvDType::kF16; // element type of cached K/V
-  KvPolicyConfig kv;               // eviction policy, budget, window, interval, pad policy, trace
+  // The default method's KV configuration (policy, budget, window, interval,
+  // skipkv fields), and the engine-wide pad policy and trace of every method.
+  KvPolicyConfig kv;
   // Scheduler.
   int n_ubatch = 512;   // prefill: at most this many prompt tokens per sequence per forward
   int n_batch = 2048;   // prefill: at most this many tokens per forward in total (>= n_ubatch)
@@ -89,6 +93,9 @@ struct Request {
   int max_new_tokens = 256;          // >= 1
   std::vector<std::string> stop;     // stop strings, matched on the decoded text (non-empty)
   bool ignore_eos = false;           // keep generating through end-of-generation tokens
+  // The method this request runs (skipkv/method.h); unset = the engine's
+  // (EngineOptions::kv). Its pad policy and trace are the engine's.
+  std::optional<MethodConfig> method;
 };
 
 enum class FinishReason {
@@ -122,6 +129,11 @@ struct KvStats {
   double compress_ms = 0;       // time spent scoring and compacting
   int64_t pad_len = 0;          // Δpad of the row (padded mode)
   int64_t effective_budget = 0; // real slots a compression keeps (0 for full)
+  // Evicted slots (over layers and KV heads) that the method's score penalty
+  // covered — SkipKV: slots of redundant sentences — in total and per
+  // compression (empty for methods without a penalty).
+  int64_t penalized_evicted = 0;
+  std::vector<int64_t> penalized_evicted_per_compression;
 };
 
 struct GenerationResult {
@@ -137,7 +149,10 @@ struct GenerationResult {
   GenerationTimings timings;
   KvStats kv;
   int64_t batch = 0;                   // padded mode: the batch it ran in (0 in ragged mode)
-  // From the request's SequenceHooks (method-specific counters), if any.
+  // The method that ran (name filled in, engine-wide fields applied).
+  MethodConfig method;
+  // Method-specific counters: the method's and the app's SequenceHooks
+  // (e.g. "skipkv.sentences", "skipkv.redundant_sentences"), if any.
   std::vector<std::pair<std::string, double>> diagnostics;
 };
 
@@ -199,8 +214,8 @@ class Engine {
   const ModelInfo& info() const;
   const EngineOptions& options() const;
 
-  // Checks one request without running it: sampling values, max_new_tokens
-  // >= 1, stop strings non-empty, token ids in the vocabulary, and a
+  // Checks one request without running it: its method (if set), sampling
+  // values, max_new_tokens >= 1, stop strings non-empty, token ids in the vocabulary, and a
   // non-empty prompt that leaves room for at least one generated position.
   // InvalidArgument (OutOfRange for a prompt longer than the context).
   Status ValidateRequest(const Request& request) const;

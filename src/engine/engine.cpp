@@ -81,7 +81,8 @@ StatusOr<std::unique_ptr<Engine::Impl>> Engine::Impl::Create(const EngineOptions
   } else {
     SKIPKV_ASSIGN_OR_RETURN(impl->chat_template, ParseChatTemplateKind(options.chat_template));
   }
-  SKIPKV_ASSIGN_OR_RETURN(impl->policy, CreateKvPolicy(options.kv));
+  impl->methods = std::make_unique<engine::MethodTable>(impl->tokenizer.get(), options.kv);
+  SKIPKV_ASSIGN_OR_RETURN(impl->default_method, impl->methods->Resolve(MethodConfig{"", options.kv}));
   impl->forward = std::make_unique<ForwardPass>(*impl->model);
   const int threads = options.threads > 0 ? options.threads
                                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -107,9 +108,9 @@ StatusOr<std::unique_ptr<Engine::Impl>> Engine::Impl::Create(const EngineOptions
   return impl;
 }
 
-KvCacheShape Engine::Impl::CacheShape() const {
-  KvCacheShape shape = model->KvShape(options.kv_type, options.kv.window, false);
-  policy->ConfigureCacheShape(&shape);
+KvCacheShape Engine::Impl::CacheShape(const KvPolicy& policy) const {
+  KvCacheShape shape = model->KvShape(options.kv_type, policy.config().window, false);
+  policy.ConfigureCacheShape(&shape);
   return shape;
 }
 
@@ -146,6 +147,7 @@ StatusOr<std::vector<int32_t>> Engine::Impl::PromptTokens(const Request& r) cons
 }
 
 Status Engine::Impl::ValidateWithPrompt(const Request& r, const std::vector<int32_t>& prompt) const {
+  if (r.method) SKIPKV_RETURN_IF_ERROR(ValidateMethod(*r.method));
   SKIPKV_RETURN_IF_ERROR(ValidateSamplingParams(r.sampling));
   if (r.max_new_tokens < 1)
     return InvalidArgument("max_new_tokens must be >= 1, got " + std::to_string(r.max_new_tokens));

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/methods.h"
 #include "io/model_source.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_policy.h"
@@ -34,8 +35,8 @@ class Engine::Impl {
   // One (optional system +) user turn in the chat template, with the generation prompt.
   StatusOr<std::vector<int32_t>> TokenizeChat(const std::string& system, const std::string& user) const;
 
-  // The cache shape for this model under the configured policy and kv type.
-  KvCacheShape CacheShape() const;
+  // The cache shape for this model under `policy` and the kv type.
+  KvCacheShape CacheShape(const KvPolicy& policy) const;
   // The token fed in pad slots of the padded mode (never attended): the
   // tokenizer's pad, else EOS (as R-KV's run_math.py), else 0.
   int32_t PadToken() const;
@@ -51,7 +52,9 @@ class Engine::Impl {
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<ForwardPass> forward;
   std::unique_ptr<ThreadPool> pool;
-  std::shared_ptr<const KvPolicy> policy;
+  // Methods per distinct configuration; default_method = options.kv's.
+  std::unique_ptr<engine::MethodTable> methods;
+  std::shared_ptr<const engine::Method> default_method;
   int64_t n_ctx = 0;  // positions a sequence may use
   ChatTemplateKind chat_template = ChatTemplateKind::kRaw;
   SequenceHooksFactory hooks_factory;

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/composite_hooks.h"
 #include "engine/engine_impl.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
@@ -46,6 +47,7 @@ struct Sequence {
   int64_t l = 0;                 // tokens processed (pads included)
   int32_t next = -1;             // sampled token waiting to be fed (kDecode)
   std::vector<int32_t> history;  // prompt + generated ids (repetition penalty window)
+  std::shared_ptr<const engine::Method> method;  // what this request runs
 
   std::unique_ptr<SequenceKvCache> cache;
   std::unique_ptr<KvCompressor> compressor;
@@ -113,19 +115,28 @@ Status GenerationRun::Prepare(std::span<const Request> requests) {
     if (!prompt.ok()) return ctx(prompt.status());
     Status st = e_.ValidateWithPrompt(requests[i], *prompt);
     if (!st.ok()) return ctx(st);
+    if (requests[i].method) {
+      StatusOr<std::shared_ptr<const engine::Method>> m = e_.methods->Resolve(*requests[i].method);
+      if (!m.ok()) return ctx(m.status());
+      s.method = std::move(m).value();
+    } else {
+      s.method = e_.default_method;
+    }
     s.prompt = std::move(prompt).value();
     lens[i] = static_cast<int64_t>(s.prompt.size());
   }
   if (padded_) {
     // Batch grouping (spec §6.3) and the left padding of each batch; the pad
-    // lengths must leave the policy room for real tokens (spec A10).
+    // lengths must leave each row's policy room for real tokens (spec A10).
     const auto batches = engine::GroupBatches(lens, e_.options.batch_size, e_.options.sort_by_length);
     for (size_t b = 0; b < batches.size(); ++b) {
       const std::vector<int64_t> pads = engine::PadLens(lens, batches[b]);
-      Status st = ValidatePadLens(e_.options.kv, pads);
-      if (!st.ok()) return st.WithContext("padded batch " + std::to_string(b));
       for (size_t k = 0; k < batches[b].size(); ++k) {
         Sequence& s = seqs_[batches[b][k]];
+        Status st = ValidatePadLens(s.method->config().kv, std::span<const int64_t>(&pads[k], 1));
+        if (!st.ok()) {
+          return st.WithContext("padded batch " + std::to_string(b) + ", request " + std::to_string(s.index));
+        }
         s.group = static_cast<int64_t>(b);
         s.pad_len = pads[k];
         s.result.batch = static_cast<int64_t>(b);
@@ -146,7 +157,8 @@ Status GenerationRun::Start(Sequence& s) {
   // The last sampled token is never fed, so a request needs at most
   // stream + max_new_tokens − 1 slots.
   const int64_t needed = stream + r.max_new_tokens;
-  int64_t cap = e_.policy->CacheCapacity(stream);
+  const KvPolicy& policy = *s.method->policy();
+  int64_t cap = policy.CacheCapacity(stream);
   int64_t initial, max_cap;
   if (cap == SequenceKvCache::kUnbounded) {
     initial = stream + std::min<int64_t>(r.max_new_tokens, 512);  // grows geometrically beyond
@@ -154,9 +166,11 @@ Status GenerationRun::Start(Sequence& s) {
   } else {
     initial = max_cap = std::min(cap, needed);
   }
-  s.cache = std::make_unique<SequenceKvCache>(e_.CacheShape(), initial, max_cap);
-  s.compressor = std::make_unique<KvCompressor>(e_.policy, static_cast<int64_t>(s.index), trace_);
-  SKIPKV_RETURN_IF_ERROR(s.compressor->Reset(s.pad_len));
+  s.cache = std::make_unique<SequenceKvCache>(e_.CacheShape(policy), initial, max_cap);
+  s.compressor = std::make_unique<KvCompressor>(s.method->policy(), static_cast<int64_t>(s.index), trace_);
+  engine::Method::SequenceParts parts = s.method->NewSequence();
+  SKIPKV_RETURN_IF_ERROR(s.compressor->Reset(s.pad_len, std::move(parts.state)));
+  s.result.method = s.method->config();
   s.sampler.emplace(r.sampling);
   DecodeOptions dopts;
   dopts.skip_special = true;
@@ -173,8 +187,13 @@ Status GenerationRun::Start(Sequence& s) {
   s.result.timings.prompt_tokens = static_cast<int64_t>(s.prompt.size());
   s.result.timings.queue_ms = MsBetween(t0_, Clock::now());
   s.state = engine::SeqState::kPrefill;
-  if (e_.hooks_factory) {
-    s.hooks = e_.hooks_factory(s.index, r);
+  {
+    // The method's own hooks first (they update T before a compressing
+    // forward), then the app's.
+    std::vector<std::unique_ptr<SequenceHooks>> hooks;
+    hooks.push_back(std::move(parts.hooks));
+    if (e_.hooks_factory) hooks.push_back(e_.hooks_factory(s.index, r));
+    s.hooks = engine::CompositeSequenceHooks::Combine(std::move(hooks));
     if (s.hooks) {
       SequenceStart start;
       start.index = s.index;
@@ -276,6 +295,8 @@ void GenerationRun::Finish(Sequence& s, FinishReason why) {
   kv.compress_ms = cs.seconds * 1000.0;
   kv.pad_len = s.pad_len;
   kv.effective_budget = cs.effective_budget;
+  kv.penalized_evicted = cs.penalized_evicted;
+  kv.penalized_evicted_per_compression = cs.penalized_evicted_per_compression;
   if (s.hooks) {
     s.result.diagnostics = s.hooks->Diagnostics();
     s.hooks.reset();

@@ -81,13 +81,15 @@ StatusOr<std::unique_ptr<KvCompressor>> KvCompressor::Create(const KvPolicyConfi
   return std::make_unique<KvCompressor>(std::move(policy), sequence_id, std::move(trace));
 }
 
-Status KvCompressor::Reset(int64_t pad_len) {
+Status KvCompressor::Reset(int64_t pad_len) { return Reset(pad_len, policy_->NewSequenceState()); }
+
+Status KvCompressor::Reset(int64_t pad_len, std::unique_ptr<KvSequenceState> state) {
   const int64_t pads[1] = {pad_len};
   SKIPKV_RETURN_IF_ERROR(ValidatePadLens(policy_->config(), pads));
   stats_ = KvCompressionStats{};
   stats_.pad_len = pad_len;
   stats_.effective_budget = policy_->evicts() ? policy_->budget() - pad_len : 0;
-  state_ = policy_->NewSequenceState();
+  state_ = std::move(state);
   return Status::Ok();
 }
 
@@ -144,8 +146,8 @@ int KvCompressor::CompressNow(SequenceKvCache& cache, int64_t l, ThreadPool* poo
 
   const int n_workers = pool ? pool->num_threads() : 1;
   if (static_cast<int>(workers_.size()) < n_workers) workers_.resize(n_workers);
-  std::vector<int64_t> evicted(due.size(), 0);
-  auto run = [&](int64_t task, int worker) { evicted[task] = CompressLayer(cache, due[task], l, worker); };
+  std::vector<LayerResult> results(due.size());
+  auto run = [&](int64_t task, int worker) { results[task] = CompressLayer(cache, due[task], l, worker); };
   if (pool && pool->num_threads() > 1 && due.size() > 1) {
     pool->Run(static_cast<int64_t>(due.size()), run);
   } else {
@@ -154,12 +156,17 @@ int KvCompressor::CompressNow(SequenceKvCache& cache, int64_t l, ThreadPool* poo
 
   ++stats_.compressions;
   stats_.layer_compressions += static_cast<int64_t>(due.size());
-  for (int64_t e : evicted) stats_.slots_evicted += e;
+  int64_t penalized = 0;
+  for (const LayerResult& r : results) stats_.slots_evicted += r.evicted, penalized += r.penalized;
+  if (has_adjuster()) {
+    stats_.penalized_evicted += penalized;
+    stats_.penalized_evicted_per_compression.push_back(penalized);
+  }
   if (trace_) {
     for (size_t t = 0; t < due.size(); ++t) {
       const int layer = due[t];
       if (traced_layer_.empty() || (layer < static_cast<int>(traced_layer_.size()) && traced_layer_[layer])) {
-        Trace(l, layer, n_before[t], cache);
+        Trace(l, layer, n_before[t], results[t], cache);
       }
     }
   }
@@ -168,7 +175,8 @@ int KvCompressor::CompressNow(SequenceKvCache& cache, int64_t l, ThreadPool* poo
   return static_cast<int>(due.size());
 }
 
-int64_t KvCompressor::CompressLayer(SequenceKvCache& cache, int layer, int64_t l, int worker) {
+KvCompressor::LayerResult KvCompressor::CompressLayer(SequenceKvCache& cache, int layer, int64_t l,
+                                                      int worker) {
   Worker& w = workers_[worker];
   const KvCacheShape& shape = cache.shape();
   const int hk = shape.n_kv_heads, d = shape.head_dim;
@@ -223,14 +231,46 @@ int64_t KvCompressor::CompressLayer(SequenceKvCache& cache, int layer, int64_t l
   policy_->SelectKeep(in, w.scratch, w.keep);
   SKIPKV_CHECK(static_cast<int>(w.keep.size()) == hk);
   for (const auto& k : w.keep) SKIPKV_CHECK(static_cast<int64_t>(k.size()) == b);
+  LayerResult result;
+  result.evicted = (n - b) * hk;
+  if (adjusters[0] || adjusters[1]) {
+    // The evicted gen_pos of each head (the complement of its ascending keep
+    // set), counted by every adjuster that penalised them.
+    for (int h = 0; h < hk; ++h) {
+      w.evicted.clear();
+      size_t next = 0;
+      for (int64_t s = 0; s < n; ++s) {
+        if (next < w.keep[h].size() && w.keep[h][next] == s) {
+          ++next;
+        } else {
+          w.evicted.push_back(gen_pos[h][s]);
+        }
+      }
+      // With two adjusters a slot both penalise counts twice; the engine installs at most one.
+      for (const SlotScoreAdjuster* a : adjusters)
+        if (a) result.penalized += a->CountPenalized(w.evicted);
+    }
+  }
   cache.Compact(layer, w.keep);
-  return (n - b) * hk;
+  return result;
 }
 
-void KvCompressor::Trace(int64_t l, int layer, int64_t n_before, const SequenceKvCache& cache) {
+void KvCompressor::Trace(int64_t l, int layer, int64_t n_before, const LayerResult& result,
+                         const SequenceKvCache& cache) {
   std::string line = "{\"seq\":" + std::to_string(sequence_id_) + ",\"l\":" + std::to_string(l) +
-                     ",\"layer\":" + std::to_string(layer) + ",\"n\":" + std::to_string(n_before) +
-                     ",\"kept\":[";
+                     ",\"layer\":" + std::to_string(layer) + ",\"n\":" + std::to_string(n_before);
+  if (has_adjuster()) {
+    int64_t ranges = 0;
+    for (const SlotScoreAdjuster* a : {state_ ? state_->adjuster() : nullptr, extra_adjuster_})
+      if (a) ranges += a->RangeCount();
+    line += ",\"penalized_ranges\":" + std::to_string(ranges) +
+            ",\"penalized_evicted\":" + std::to_string(result.penalized);
+  }
+  if (policy_->config().pad_policy == PadPolicy::kPadded) {
+    line += ",\"pad_len\":" + std::to_string(stats_.pad_len) +
+            ",\"effective_budget\":" + std::to_string(stats_.effective_budget);
+  }
+  line += ",\"kept\":[";
   const int64_t n = cache.size(layer);
   for (int h = 0; h < cache.shape().n_kv_heads; ++h) {
     const int32_t* gp = cache.GenPos(layer, h);

@@ -35,9 +35,14 @@ namespace skipkv {
 
 // Thread-safe JSONL writer shared by the compressors of a run. One line per
 // (compression, traced layer):
-//   {"seq":3,"l":1280,"layer":0,"n":1152,"kept":[[[0,3],[17,17],...],[...]]}
+//   {"seq":3,"l":1280,"layer":0,"n":1152,"penalized_ranges":5,"penalized_evicted":40,
+//    "kept":[[[0,3],[17,17],...],[...]]}
 // seq = sequence id, l = tokens processed before the compressing forward,
-// n = slots before the compression, kept[h] = the kept gen_pos of KV head h
+// n = slots before the compression; only when a score adjuster is installed:
+// penalized_ranges = the ranges it penalised (SkipKV: |T|), penalized_evicted
+// = evicted slots of the layer (all KV heads) inside them (SkipKV: slots of
+// redundant sentences); only in padded mode: pad_len = Δpad and
+// effective_budget = B − Δpad (Eq. 12); kept[h] = the kept gen_pos of KV head h
 // as inclusive runs [first, last] of consecutive positions (compact: the
 // recent part is one run).
 class KvTraceWriter {
@@ -66,6 +71,12 @@ struct KvCompressionStats {
   size_t allocated_metadata_bytes = 0;
   int64_t pad_len = 0;           // Δpad of this row (padded mode)
   int64_t effective_budget = 0;  // real (valid) slots a compression keeps: B − Δpad (0 for full)
+  // Post-compression report of the score adjusters (SkipKV: slots of
+  // redundant sentences), counted like slots_evicted (over layers and KV
+  // heads): evicted slots an adjuster penalised, in total and per compression
+  // (one entry per compression; empty while no adjuster is installed).
+  int64_t penalized_evicted = 0;
+  std::vector<int64_t> penalized_evicted_per_compression;
 };
 
 // What the forward that AfterForward follows was, for this sequence.
@@ -90,6 +101,11 @@ class KvCompressor {
   // (0 in ragged mode); an InvalidArgument if it leaves no room (see
   // ValidatePadLens).
   Status Reset(int64_t pad_len = 0);
+  // Same, but the per-sequence state is `state` (made by the caller for this
+  // policy, e.g. the engine's method table keeps a typed pointer into a
+  // SkipkvSequenceState for the sentence hooks) instead of a fresh
+  // policy().NewSequenceState(). `state` may be null (no state).
+  Status Reset(int64_t pad_len, std::unique_ptr<KvSequenceState> state);
 
   // Pure schedule: whether the forward described compresses (ignoring the
   // "≥ B slots" condition, which is per layer).
@@ -117,15 +133,21 @@ class KvCompressor {
   int64_t sequence_id() const { return sequence_id_; }
 
  private:
-  // Scores and compacts one layer with the worker's scratch; returns evicted slots.
-  int64_t CompressLayer(SequenceKvCache& cache, int layer, int64_t l, int worker);
+  struct LayerResult {
+    int64_t evicted = 0;    // slots evicted, over KV heads
+    int64_t penalized = 0;  // of which an adjuster penalised
+  };
+  // Scores and compacts one layer with the worker's scratch.
+  LayerResult CompressLayer(SequenceKvCache& cache, int layer, int64_t l, int worker);
   void UpdateMemoryStats(const SequenceKvCache& cache, bool before_compression);
-  void Trace(int64_t l, int layer, int64_t n_before, const SequenceKvCache& cache);
+  void Trace(int64_t l, int layer, int64_t n_before, const LayerResult& result, const SequenceKvCache& cache);
+  bool has_adjuster() const { return (state_ && state_->adjuster()) || extra_adjuster_; }
 
   struct Worker {
     KvScratch scratch;
     std::vector<float> keys, queries;
     KeepSets keep;
+    std::vector<int32_t> evicted;  // evicted gen_pos of one head (post-compression report)
   };
 
   std::shared_ptr<const KvPolicy> policy_;

@@ -72,6 +72,13 @@ bool KvPolicyEvicts(const KvPolicyConfig& config) {
   return policy.ok() && (*policy)->evicts();
 }
 
+bool KvPolicyUsesSentences(const KvPolicyConfig& config) {
+  KvPolicyConfig c = config;
+  c.skipkv = SkipkvConfig{};
+  auto policy = CreateKvPolicy(c);
+  return policy.ok() && (*policy)->uses_sentences();
+}
+
 Status ValidatePadLens(const KvPolicyConfig& config, std::span<const int64_t> pad_lens) {
   SKIPKV_ASSIGN_OR_RETURN(auto policy, CreateKvPolicy(config));
   int64_t max_pad = 0;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "kv/skipkv_config.h"
 #include "util/status.h"
 
 namespace skipkv {
@@ -34,12 +35,12 @@ enum class PadPolicy {
 
 struct KvPolicyConfig {
   // One of KnownKvPolicyNames(): full, streaming, h2o (= h2o_rkv), h2o_rkv,
-  // h2o_acc, snapkv, rkv.
+  // h2o_acc, snapkv, rkv, skipkv.
   std::string policy = "full";
   int64_t budget = 1024;    // B: slots kept per (layer, KV head) after a compression, window included
   int window = 8;           // α: observation window (queries) and recent slots always kept
   int64_t interval = 128;   // Δt: compress in the forward that starts at l0 with l0 % Δt == 0, l0 > 0
-  float mix_lambda = 0.1f;  // rkv: score = λ·importance − (1−λ)·redundancy, λ in [0, 1]
+  float mix_lambda = 0.1f;  // rkv, skipkv (σ): score = λ·importance − (1−λ)·redundancy, λ in [0, 1]
   int pool_kernel = 7;      // max-pool kernel over importance (odd, stride 1, pad kernel/2, −inf padding)
   PadPolicy pad_policy = PadPolicy::kRagged;
   // h2o_acc: heavy hitters + recent = budget. -1 = automatic: recent = B/2
@@ -47,6 +48,7 @@ struct KvPolicyConfig {
   int64_t h2o_heavy = -1;
   int64_t h2o_recent = -1;
   int streaming_sinks = 4;  // streaming: first tokens always kept (StreamingLLM attention sinks)
+  SkipkvConfig skipkv;      // skipkv: sentence segmentation, PSS threshold τ, ablation switch (spec §6.11)
   // Eviction trace (JSONL, one line per (compression, layer)); empty = off.
   std::string trace_path;
   std::vector<int> trace_layers;  // layers to trace; empty = all
@@ -76,6 +78,9 @@ Status ValidatePadLens(const KvPolicyConfig& config, std::span<const int64_t> pa
 // for invalid configurations): for callers that only hold a config, e.g. to
 // print the budget only when it matters.
 bool KvPolicyEvicts(const KvPolicyConfig& config);
+// Same for KvPolicy::uses_sentences(); the skipkv fields do not affect it
+// (an invalid τ still names a policy that uses sentences).
+bool KvPolicyUsesSentences(const KvPolicyConfig& config);
 
 // ---- Extension points (SkipKV) ----------------------------------------------
 
@@ -91,6 +96,12 @@ class SlotScoreAdjuster {
   // (layer, kv_head); gen_pos has the same length (strictly ascending).
   virtual void Adjust(int layer, int kv_head, std::span<const int32_t> gen_pos,
                       std::span<float> score) const = 0;
+  // How many of `gen_pos` (strictly ascending) this adjuster penalises, each
+  // counted once; the compressor reports it for the evicted slots (SkipKV's
+  // "redundant tokens evicted per compression", spec §6.10). 0 by default.
+  virtual int64_t CountPenalized(std::span<const int32_t> gen_pos) const { return 0; }
+  // How many ranges the adjuster penalises (SkipKV: |T|), for the trace. 0 by default.
+  virtual int64_t RangeCount() const { return 0; }
 };
 
 // Per-sequence policy state, created by KvPolicy::NewSequenceState and owned
@@ -163,6 +174,10 @@ class KvPolicy {
   virtual bool needs_keys() const { return false; }
   virtual bool needs_queries() const { return false; }
   virtual bool needs_attention_scores() const { return false; }
+  // True for SkipKV: the policy subtracts the sentence penalty of a
+  // SkipkvSequenceState (kv/policies/skipkv.h), so a method running it
+  // brings the sentence hooks (src/steer) that fill that state's T.
+  virtual bool uses_sentences() const { return false; }
 
   // R: the number of most recent slots every compression keeps (α for
   // rkv/snapkv, 1 for h2o_rkv, recent for h2o_acc, B − sinks for streaming

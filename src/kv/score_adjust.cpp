@@ -23,4 +23,26 @@ void GenPosRangePenalty::Adjust(int layer, int kv_head, std::span<const int32_t>
   }
 }
 
+int64_t GenPosRangePenalty::CountPenalized(std::span<const int32_t> gen_pos) const {
+  // Ranges come sorted by their first position; merge overlapping ones into
+  // a union interval [lo, hi] and count the positions inside each once.
+  int64_t count = 0;
+  auto count_in = [&](int32_t lo, int32_t hi) {
+    count += std::upper_bound(gen_pos.begin(), gen_pos.end(), hi) -
+             std::lower_bound(gen_pos.begin(), gen_pos.end(), lo);
+  };
+  bool open = false;
+  int32_t lo = 0, hi = 0;
+  for (const auto& [range, lambda] : ranges_) {
+    if (open && range.first <= hi) {
+      hi = std::max(hi, range.second);
+      continue;
+    }
+    if (open) count_in(lo, hi);
+    lo = range.first, hi = range.second, open = true;
+  }
+  if (open) count_in(lo, hi);
+  return count;
+}
+
 }  // namespace skipkv

@@ -30,6 +30,9 @@ class GenPosRangePenalty : public SlotScoreAdjuster {
   // never candidates); score[lo..hi] −= λ when lo ≤ hi. Overlapping ranges add.
   void Adjust(int layer, int kv_head, std::span<const int32_t> gen_pos,
               std::span<float> score) const override;
+  // Slots of `gen_pos` (strictly ascending) inside the union of the ranges.
+  int64_t CountPenalized(std::span<const int32_t> gen_pos) const override;
+  int64_t RangeCount() const override { return static_cast<int64_t>(ranges_.size()); }
 
  private:
   std::map<std::pair<int32_t, int32_t>, float> ranges_;

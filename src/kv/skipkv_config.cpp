@@ -5,7 +5,9 @@
 
 namespace skipkv {
 
-std::vector<std::string> DefaultSentenceDelimiters() { return {"\n", ".\n", ")\n", "\n\n", ".\n\n", ")\n\n"}; }
+std::vector<std::string> DefaultSentenceDelimiters() {
+  return {"\n", ".\n", ")\n", "\n\n", ".\n\n", ")\n\n"};
+}
 
 namespace {
 
@@ -29,15 +31,17 @@ std::string Escaped(const std::string& s) {
 Status ValidateSkipkvConfig(const SkipkvConfig& config) {
   const std::string p = "skipkv: ";
   if (!(config.sim_threshold > 0.f && config.sim_threshold <= 1.f)) {
-    return InvalidArgument(p + "sim_threshold (" + std::to_string(config.sim_threshold) + ") must be in (0, 1]");
+    return InvalidArgument(p + "sim_threshold (" + std::to_string(config.sim_threshold) +
+                           ") must be in (0, 1]");
   }
   if (config.min_sentence_tokens < 1) {
     return InvalidArgument(p + "min_sentence_tokens (" + std::to_string(config.min_sentence_tokens) +
                            ") must be at least 1");
   }
   if (config.max_sentences < 1) {
-    return InvalidArgument(p + "max_sentences (" + std::to_string(config.max_sentences) +
-                           ") must be at least 1: a new sentence is compared with the last max_sentences ones");
+    return InvalidArgument(
+        p + "max_sentences (" + std::to_string(config.max_sentences) +
+        ") must be at least 1: a new sentence is compared with the last max_sentences ones");
   }
   if (config.delimiters.empty()) {
     return InvalidArgument(p + "delimiters is empty: at least one sentence delimiter is needed");

@@ -24,7 +24,7 @@ struct SkipkvConfig {               // spec §6.11
   bool pss_include_prompt = false;  // A3: prompt sentences take part in the PSS and count in N_o
   int64_t max_sentences = 1024;     // K: a new sentence is compared with at most the last K (>= 1)
   std::vector<std::string> delimiters = DefaultSentenceDelimiters();  // non-empty strings, at least one
-  bool sentence_scoring = true;     // false = the R-KV ablation (no penalty)
+  bool sentence_scoring = true;  // false = the R-KV ablation (no penalty)
 };
 
 // InvalidArgument naming the field, its value and the constraint, e.g.

@@ -46,7 +46,7 @@ class RedundantSentenceSet {
   const std::map<std::pair<int32_t, int32_t>, float>& table() const { return table_; }
   int64_t pending() const { return static_cast<int64_t>(spans_.size()) - compared_; }
   int64_t stored() const { return static_cast<int64_t>(spans_.size()); }  // embeddings held
-  int64_t comparisons() const { return comparisons_; }  // dot products computed so far
+  int64_t comparisons() const { return comparisons_; }                    // dot products computed so far
   int64_t pushed() const { return pushed_; }
 
  private:

@@ -34,7 +34,7 @@ namespace skipkv {
 struct Sentence {
   int32_t b = 0, e = 0;  // inclusive gen_pos span; e is the delimiter's gen_pos
   bool nonexec = false;
-  bool prompt = false;   // e < prompt_end
+  bool prompt = false;  // e < prompt_end
   int64_t tokens() const { return static_cast<int64_t>(e) - b + 1; }
 };
 

@@ -21,7 +21,8 @@ class BusyTimer {
 
 }  // namespace
 
-SkipkvSentenceHooks::SkipkvSentenceHooks(const SkipkvConfig& config, std::shared_ptr<const SkipkvTokenSets> sets,
+SkipkvSentenceHooks::SkipkvSentenceHooks(const SkipkvConfig& config,
+                                         std::shared_ptr<const SkipkvTokenSets> sets,
                                          GenPosRangePenalty* penalty)
     : config_(config), sets_(std::move(sets)), penalty_(penalty) {
   SKIPKV_CHECK(sets_ != nullptr);

@@ -72,7 +72,8 @@ bool SkipkvTokenSets::IsDelimiter(int32_t id) const { return Contains(delimiters
 bool SkipkvTokenSets::IsNonExec(int32_t id) const { return Contains(nonexec, id); }
 bool SkipkvTokenSets::IsSplit(int32_t id) const { return Contains(split, id); }
 
-StatusOr<SkipkvTokenSets> BuildSkipkvTokenSets(const Tokenizer& tok, std::span<const std::string> delimiters) {
+StatusOr<SkipkvTokenSets> BuildSkipkvTokenSets(const Tokenizer& tok,
+                                               std::span<const std::string> delimiters) {
   if (delimiters.empty()) return InvalidArgument("skipkv token sets: no sentence delimiters given");
   SkipkvTokenSets sets;
   for (const std::string& d : delimiters) {
@@ -121,7 +122,8 @@ std::string DescribeSkipkvTokenSets(const Tokenizer& tok, std::span<const std::s
     out += (i ? ", \"" : "\"") + Escape(sets.nonexec_text[i]) + "\"";
   }
   out += "]\n";
-  out += "think: start = " + std::to_string(sets.think_start) + ", end = " + std::to_string(sets.think_end) + "\n";
+  out += "think: start = " + std::to_string(sets.think_start) + ", end = " + std::to_string(sets.think_end) +
+         "\n";
   out += "SPLIT (text contains \"\\n\\n\"): " + std::to_string(sets.split.size()) + " ids " +
          IdList(tok, sets.split) + "\n";
   return out;

@@ -114,6 +114,15 @@ TEST(CliRunTest, BadInputsExitNonZeroWithAClearMessage) {
       {"run -f /nonexistent/prompt.txt", "/nonexistent/prompt.txt"},
       {"run -p 'Once upon a time there was' -c 4", "does not fit the context"},
       {"perplexity -f /nonexistent/text.txt", "/nonexistent/text.txt"},
+      {"run --kv-policy skipkv --sim-threshold 0", "sim_threshold (0.000000) must be in (0, 1]"},
+      {"run --kv-policy skipkv --sim-threshold 1.5", "sim_threshold (1.500000) must be in (0, 1]"},
+      {"run --kv-policy skipkv --max-sentences -2", "max_sentences (-2)"},
+      {"run --kv-policy skipkv --min-sentence-tokens 0", "min_sentence_tokens (0)"},
+      {"run --kv-policy skipkv --sentence-delimiters '.,'", "item 2 of '.,' is empty"},
+      {"run --kv-policy skipkv --sentence-delimiters 'a\\q'", "unknown escape"},
+      {"run --kv-policy rkv --sim-threshold 0.9", "--sim-threshold applies to a policy that uses sentences (--kv-policy skipkv) only"},
+      {"run --no-sentence-scoring", "--no-sentence-scoring applies to a policy that uses sentences"},
+      {"bench -m /nonexistent.gguf --kv-policy skipkv --sim-threshold 2", "sim_threshold (2.000000)"},
   };
   for (const Case& c : cases) {
     CmdResult r = Skipkv(c.args);
@@ -129,7 +138,9 @@ TEST(CliRunTest, HelpExplainsEveryOption) {
   for (const char* opt : {"--model", "--prompt", "--file", "--chat", "--n-predict", "--temp", "--top-k", "--top-p",
                           "--min-p", "--repeat-penalty", "--seed", "--stop", "--threads", "--kv-type", "--kv-policy",
                           "--kv-budget", "--kv-window", "--kv-interval", "--mix-lambda", "--kv-trace",
-                          "--batch-size", "--pad-policy", "--json"}) {
+                          "--batch-size", "--pad-policy", "--json", "--sim-threshold", "--min-sentence-tokens",
+                          "--pss-include-prompt", "--max-sentences", "--sentence-delimiters",
+                          "--no-sentence-scoring"}) {
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
   }
 }
@@ -194,6 +205,71 @@ TEST(CliRunTest, KvPolicyStaysInsideBudgetAndWritesTrace) {
   std::remove(trace.c_str());
 }
 
+TEST(CliRunTest, SkipkvReportsItsMethodSentencesAndEvictions) {
+  // stories260K writes short sentences on one line: split them at ".".
+  const std::string trace = ::testing::TempDir() + "/skipkv_e2e_skipkv_trace.jsonl";
+  CmdResult r = Skipkv("run --json -n 200 -t 2 --kv-policy skipkv --kv-budget 48 --kv-window 8 --kv-interval 16 "
+                       "--sentence-delimiters . --sim-threshold 0.5 --kv-trace " + trace + " -p 'Once upon a time'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = JsonLines(r.out);
+  ASSERT_EQ(lines.size(), 1u);
+  const auto& j = lines[0];
+  const auto& m = j.at("method");
+  EXPECT_EQ(m.at("name"), "skipkv");
+  EXPECT_EQ(m.at("policy"), "skipkv");
+  EXPECT_EQ(m.at("budget"), 48);
+  EXPECT_EQ(m.at("interval"), 16);
+  EXPECT_FLOAT_EQ(m.at("skipkv.sim_threshold").get<float>(), 0.5f);
+  EXPECT_EQ(m.at("skipkv.delimiters"), nlohmann::json::array({"."}));
+  EXPECT_EQ(m.at("skipkv.sentence_scoring"), true);
+  const auto& d = j.at("diagnostics");
+  EXPECT_GT(d.at("skipkv.sentences").get<int>(), 3);
+  EXPECT_GT(d.at("skipkv.redundant_sentences").get<int>(), 0);
+  const int compressions = j.at("kv").at("compressions").get<int>();
+  EXPECT_GT(compressions, 0);
+  EXPECT_EQ(d.at("kv.compressions").get<int>(), compressions);
+  const auto per = d.at("kv.penalized_evicted_per_compression").get<std::vector<int>>();
+  EXPECT_EQ(static_cast<int>(per.size()), compressions);
+  int sum = 0;
+  for (int x : per) sum += x;
+  EXPECT_EQ(sum, d.at("kv.penalized_evicted").get<int>());
+  EXPECT_GT(sum, 0);
+  EXPECT_LE(j.at("kv").at("peak_slots").get<int>(), 48 + 16);
+  // The trace (every layer) adds up to the same evictions; |T| only grows.
+  int traced = 0, last_ranges = 0;
+  for (const auto& t : JsonLines(ReadAll(trace))) {
+    traced += t.at("penalized_evicted").get<int>();
+    EXPECT_GE(t.at("penalized_ranges").get<int>(), last_ranges);
+    last_ranges = t.at("penalized_ranges").get<int>();
+  }
+  EXPECT_EQ(traced, sum);
+  EXPECT_GT(last_ranges, 0);
+  EXPECT_LE(last_ranges, d.at("skipkv.redundant_sentences").get<int>());
+  std::remove(trace.c_str());
+  EXPECT_NE(r.err.find("skipkv.redundant_sentences"), std::string::npos) << r.err;
+}
+
+TEST(CliRunTest, SkipkvRunsOnAGgufAndBenchReportsItsExtraCost) {
+  const std::string gguf = ::testing::TempDir() + "/skipkv_e2e_tiny_llama.gguf";
+  CmdResult made = Skipkv("make-model --preset tiny-llama --type q8_0 -q -o " + gguf);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  CmdResult r = Skipkv("run --json -n 80 -t 2 -m " + gguf +
+                       " --kv-policy skipkv --kv-budget 32 --kv-window 4 --kv-interval 8 -p 'Once upon a time'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lines = JsonLines(r.out);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].at("method").at("policy"), "skipkv");
+  EXPECT_EQ(lines[0].at("generated_tokens").get<int>(), 80);
+  EXPECT_GT(lines[0].at("kv").at("compressions").get<int>(), 0);
+  EXPECT_TRUE(lines[0].at("diagnostics").contains("skipkv.sentences"));
+  CmdResult b = Skipkv("bench -m " + gguf + " -t 2 -p 0 -n 0 -b 2 -d 64 -r 1 --decode-steps 4 --kv-policy skipkv "
+                       "--kv-budget 32 --kv-window 4 --kv-interval 8");
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.out.find("compression"), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("sentences"), std::string::npos) << b.out;
+  std::remove(gguf.c_str());
+}
+
 TEST(CliPerplexityTest, ScoresAFileAndPrintsTheEstimate) {
   const std::string path = ::testing::TempDir() + "/skipkv_e2e_story.txt";
   {
@@ -214,6 +290,34 @@ TEST(CliPerplexityTest, ScoresAFileAndPrintsTheEstimate) {
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("ctx must be >= 2"), std::string::npos) << bad.err;
   std::remove(path.c_str());
+}
+
+TEST(CliTokenizeTest, SkipkvSetsListsDelimitersKeywordsAndSplit) {
+  CmdResult r = Skipkv("tokenize --skipkv-sets");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // tok512: every default delimiter ends in the newline byte (id 13); no
+  // keyword is a single piece, so all are matched on text.
+  EXPECT_NE(r.out.find("\".\\n\\n\" -> [410 \" \", 426 \".\", 13 \"\\n\", 13 \"\\n\"] -> 13"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  D = [13 \"\\n\"]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  N = []"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"Alternatively\""), std::string::npos) << r.out;
+  CmdResult dot = Skipkv("tokenize --skipkv-sets --sentence-delimiter . --sentence-delimiter '\\n'");
+  ASSERT_EQ(dot.exit_code, 0) << dot.err;
+  EXPECT_NE(dot.out.find("  D = [13 \"\\n\", 426 \".\"]"), std::string::npos) << dot.out;
+  const std::string qwen = std::string(SKIPKV_DEPS_DIR) + "/npm/tokenizer-qwen3/models/tokenizer.json";
+  if (std::ifstream(qwen)) {
+    CmdResult q = Skipkv("tokenize --skipkv-sets --tokenizer-json " + qwen);
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+    EXPECT_NE(q.out.find("  D = [198 \"\\n\", 271 \"\\n\\n\", 340 \")\\n\", 382 \".\\n\\n\", 624 \".\\n\", 692"),
+              std::string::npos)
+        << q.out;
+    EXPECT_NE(q.out.find("\" Wait\" -> [13824 \" Wait\"] id"), std::string::npos) << q.out;
+    EXPECT_NE(q.out.find("think: start = 151667, end = 151668"), std::string::npos) << q.out;
+  }
+  CmdResult bad = Skipkv("tokenize --skipkv-sets --sentence-delimiter ''");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("empty string"), std::string::npos) << bad.err;
 }
 
 }  // namespace

@@ -199,7 +199,7 @@ TEST_P(EveryPolicy, BudgetNeverReachedLeavesCacheUntouched) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kv, EveryPolicy,
-                         ::testing::Values("streaming", "h2o", "h2o_rkv", "h2o_acc", "snapkv", "rkv"));
+                         ::testing::Values("streaming", "h2o", "h2o_rkv", "h2o_acc", "snapkv", "rkv", "skipkv"));
 
 TEST(KvPolicy, FullNeverEvicts) {
   const auto cfg = Config("full");

@@ -92,8 +92,9 @@ TEST(RedundantSentenceSetTest, OnlyTheLastKSentencesAreCompared) {
 
 // Naive oracle: all sentences in push order, in double; sentence j is
 // compared with the min(j, K) before it, an earlier i enters with the max.
-Table Oracle(const std::vector<std::vector<double>>& emb, const std::vector<std::pair<int32_t, int32_t>>& spans,
-             double tau, int64_t k, double* min_margin) {
+Table Oracle(const std::vector<std::vector<double>>& emb,
+             const std::vector<std::pair<int32_t, int32_t>>& spans, double tau, int64_t k,
+             double* min_margin) {
   Table t;
   for (size_t j = 0; j < emb.size(); ++j) {
     for (size_t i = j - std::min<size_t>(j, k); i < j; ++i) {

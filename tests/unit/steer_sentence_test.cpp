@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "steer/skipkv_hooks.h"
 #include "steer/sentence_tracker.h"
+#include "steer/skipkv_hooks.h"
 
 namespace skipkv {
 namespace {
@@ -32,8 +32,8 @@ TEST(SentenceTrackerTest, SpansEmbeddingsAndShortSpans) {
   SentenceTracker t(&sets, 2, /*min_sentence_tokens=*/2);
   t.Reset(/*first_pos=*/0, /*prompt_end=*/3);
   // gen_pos: 0     1      2(10)   3     4(10)  5(10)   6      7      8(11)
-  const std::vector<Fed> seq = {{1, {3, 0}, ""},  {2, {0, 4}, ""},  {10, {0, 0}, ""},
-                                {3, {1, 1}, ""},  {10, {1, 1}, ""}, {10, {5, 5}, ""},
+  const std::vector<Fed> seq = {{1, {3, 0}, ""},  {2, {0, 4}, ""},   {10, {0, 0}, ""},
+                                {3, {1, 1}, ""},  {10, {1, 1}, ""},  {10, {5, 5}, ""},
                                 {4, {0, -2}, ""}, {20, {0, -1}, ""}, {11, {0, 0}, ""}};
   std::vector<int> closed;
   for (size_t i = 0; i < seq.size(); ++i) {
@@ -151,8 +151,8 @@ class HookDriver {
       rows.push_back({.token = prompt_[i], .gen_pos = static_cast<int32_t>(l_ + i)});
       flat.insert(flat.end(), hidden[i].begin(), hidden[i].end());
     }
-    SequenceStep step{.l_before = 0, .l_after = l_ + static_cast<int64_t>(prompt_.size()),
-                      .kind = ForwardKind::kPrefill};
+    SequenceStep step{
+        .l_before = 0, .l_after = l_ + static_cast<int64_t>(prompt_.size()), .kind = ForwardKind::kPrefill};
     hooks_->BeforeForward(step);
     hooks_->OnFinalHidden(rows, flat.data());
     l_ += static_cast<int64_t>(prompt_.size());
@@ -198,18 +198,18 @@ TEST(SkipkvSentenceHooksTest, PromptRuleRedundantSetAndNonExecCount) {
     EXPECT_TRUE(hooks->tracker().sentences()[0].prompt);
     // Generated: [5..6] = (1, 0.1)/.. ≈ the prompt sentence; [7..9] NONEXEC by
     // text ("Wait"), orthogonal (0, 1); then [10..11] = (1, 0) again.
-    drv.Step(1, "The", {1, 0.1f}, false);          // fed at gen_pos 5
-    drv.Step(10, ".", {1, 0.1f}, false);           // 6: closes [5, 6]
-    drv.Step(1, " Wait", {0, 1}, false);           // 7
-    drv.Step(1, ",", {0, 1}, false);               // 8
-    drv.Step(11, "\n", {0, 1}, false);             // 9: closes [7, 9]
+    drv.Step(1, "The", {1, 0.1f}, false);  // fed at gen_pos 5
+    drv.Step(10, ".", {1, 0.1f}, false);   // 6: closes [5, 6]
+    drv.Step(1, " Wait", {0, 1}, false);   // 7
+    drv.Step(1, ",", {0, 1}, false);       // 8
+    drv.Step(11, "\n", {0, 1}, false);     // 9: closes [7, 9]
     EXPECT_EQ(hooks->nonexec_count(), include_prompt ? 2 : 1);
-    EXPECT_TRUE(penalty.ranges().empty());  // no scheduled step yet: T untouched
-    drv.Step(1, "The", {1, 0}, false);             // 10
-    drv.Step(10, ".", {1, 0}, false);              // 11: closes [10, 11]
+    EXPECT_TRUE(penalty.ranges().empty());          // no scheduled step yet: T untouched
+    drv.Step(1, "The", {1, 0}, false);              // 10
+    drv.Step(10, ".", {1, 0}, false);               // 11: closes [10, 11]
     drv.Step(1, "x", {0, 1}, /*compresses=*/true);  // PSS update before this forward
     const auto& T = hooks->redundant().table();
-    const float s56 = 1.f / std::sqrt(1.01f);       // PSS([5,6], [10,11]) = 1/√1.01 ≈ 0.995
+    const float s56 = 1.f / std::sqrt(1.01f);  // PSS([5,6], [10,11]) = 1/√1.01 ≈ 0.995
     if (include_prompt) {
       // [2,4] matches [5,6] (λ = 0.995) and [10,11] (λ = 1): max (A7).
       ASSERT_EQ(T.size(), 2u);

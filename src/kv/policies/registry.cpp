@@ -14,6 +14,7 @@ StatusOr<std::unique_ptr<KvPolicy>> MakeH2oRkv(const KvPolicyConfig& config);   
 StatusOr<std::unique_ptr<KvPolicy>> MakeH2oAcc(const KvPolicyConfig& config);     // h2o_acc.cpp
 StatusOr<std::unique_ptr<KvPolicy>> MakeSnapKv(const KvPolicyConfig& config);     // snapkv.cpp
 StatusOr<std::unique_ptr<KvPolicy>> MakeRkv(const KvPolicyConfig& config);        // rkv.cpp
+StatusOr<std::unique_ptr<KvPolicy>> MakeSkipkv(const KvPolicyConfig& config);     // skipkv.cpp
 
 }  // namespace policies
 
@@ -27,7 +28,7 @@ constexpr KvPolicyRegistration kPolicies[] = {
     {"full", policies::MakeFull},      {"streaming", policies::MakeStreaming},
     {"h2o", policies::MakeH2oRkv},     {"h2o_rkv", policies::MakeH2oRkv},
     {"h2o_acc", policies::MakeH2oAcc}, {"snapkv", policies::MakeSnapKv},
-    {"rkv", policies::MakeRkv},
+    {"rkv", policies::MakeRkv},        {"skipkv", policies::MakeSkipkv},
 };
 
 }  // namespace

@@ -14,39 +14,25 @@
 //   * scores are f32 (the reference runs bf16 outside the softmax), ties go
 //     to the lower gen_pos, and kept slots stay in position order (the
 //     reference returns them in score order).
-#include <algorithm>
+#include "kv/policies/rkv.h"
 
-#include "kv/policies/scored_policy.h"
 #include "kv/scores.h"
 
 namespace skipkv::policies {
-namespace {
 
-class RkvPolicy final : public ScoredPolicy {
- public:
-  explicit RkvPolicy(const KvPolicyConfig& c) : ScoredPolicy(c) {}
-  std::string_view name() const override { return "rkv"; }
-  bool needs_keys() const override { return true; }
-  bool needs_queries() const override { return true; }
-  int64_t recent_window() const override { return config().window; }
-
- protected:
-  void ScoreHead(const KvLayerInput& in, int h, KvScratch& scratch, std::span<float> score) const override {
-    const int64_t n = in.n_slots, n_cand = static_cast<int64_t>(score.size());
-    const float* k = HeadKeys(in, h);
-    const uint8_t* valid = in.valid[h];
-    if (scratch.imp.size() < static_cast<size_t>(n_cand)) scratch.imp.resize(n_cand);
-    if (scratch.red.size() < static_cast<size_t>(n)) scratch.red.resize(n);
-    // Raw importance into score, pooled into imp.
-    kvscore::AttentionImportance(GroupQueries(in, h), in.n_heads / in.n_kv_heads, in.n_queries, k, n_cand,
-                                 in.head_dim, valid, score.data(), scratch);
-    kvscore::MaxPool1d(score.data(), n_cand, config().pool_kernel, scratch.imp.data());
-    kvscore::Redundancy(k, n, in.head_dim, valid, scratch.red.data(), scratch);
-    kvscore::MixScores(scratch.imp.data(), scratch.red.data(), n_cand, config().mix_lambda, score.data());
-  }
-};
-
-}  // namespace
+void RkvPolicy::ScoreHead(const KvLayerInput& in, int h, KvScratch& scratch, std::span<float> score) const {
+  const int64_t n = in.n_slots, n_cand = static_cast<int64_t>(score.size());
+  const float* k = HeadKeys(in, h);
+  const uint8_t* valid = in.valid[h];
+  if (scratch.imp.size() < static_cast<size_t>(n_cand)) scratch.imp.resize(n_cand);
+  if (scratch.red.size() < static_cast<size_t>(n)) scratch.red.resize(n);
+  // Raw importance into score, pooled into imp.
+  kvscore::AttentionImportance(GroupQueries(in, h), in.n_heads / in.n_kv_heads, in.n_queries, k, n_cand,
+                               in.head_dim, valid, score.data(), scratch);
+  kvscore::MaxPool1d(score.data(), n_cand, config().pool_kernel, scratch.imp.data());
+  kvscore::Redundancy(k, n, in.head_dim, valid, scratch.red.data(), scratch);
+  kvscore::MixScores(scratch.imp.data(), scratch.red.data(), n_cand, config().mix_lambda, score.data());
+}
 
 StatusOr<std::unique_ptr<KvPolicy>> MakeRkv(const KvPolicyConfig& config) {
   SKIPKV_RETURN_IF_ERROR(ValidateEvictionConfig(config));
