@@ -306,7 +306,7 @@ std::string HumanBytes(double b) {
   return buf;
 }
 
-int RunBench(const BenchOptions& o) {
+int RunBench(BenchOptions o) {  // by value: thread counts are resolved in place
   if (o.n_prompt < 0 || o.n_gen < 0 || o.repetitions < 1 || o.decode_steps < 1) {
     std::fprintf(stderr, "skipkv bench: -p/-n must be >= 0, -r and --decode-steps >= 1\n");
     return 2;
@@ -318,6 +318,14 @@ int RunBench(const BenchOptions& o) {
   if (Status st = o.skipkv_opts->Finish(); !st.ok()) {
     std::fprintf(stderr, "skipkv bench: %s\n", st.message().c_str());
     return 2;
+  }
+  for (int& t : o.threads) {
+    StatusOr<int> resolved = ResolveThreadCount(t, "--threads");
+    if (!resolved.ok()) {
+      std::fprintf(stderr, "skipkv bench: %s\n", resolved.status().message().c_str());
+      return 2;
+    }
+    t = *resolved;
   }
   if (Status st = ValidateKvPolicyConfig(o.kv); !st.ok()) {
     std::fprintf(stderr, "skipkv bench: %s\n", st.message().c_str());

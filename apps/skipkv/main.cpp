@@ -3,6 +3,7 @@
 // command_registry.h.
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <map>
 
 #include "command_registry.h"
@@ -35,7 +36,18 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   for (auto& [sub, action] : actions) {
-    if (sub->parsed()) return action();
+    if (!sub->parsed()) continue;
+    // Last line of defence: readers return Status for bad input, but an
+    // exception that slips through (a library throwing, std::bad_alloc) must
+    // end in a message and exit status 1, not an abort and a core dump.
+    try {
+      return action();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "skipkv %s: internal error: %s\n", sub->get_name().c_str(), e.what());
+    } catch (...) {
+      std::fprintf(stderr, "skipkv %s: internal error: unknown exception\n", sub->get_name().c_str());
+    }
+    return 1;
   }
   return 2;
 }

@@ -37,7 +37,7 @@ struct EngineOptions {
   std::string model_path;
   // llama2.c checkpoints only: tokenizer.bin (empty = look beside the model).
   std::string tokenizer_path;
-  int threads = 0;                 // worker threads; <= 0 = all hardware threads
+  int threads = 0;                 // worker threads; 0 = all hardware threads (range: ResolveThreadCount)
   KvDType kv_type = KvDType::kF16; // element type of cached K/V
   // The default method's KV configuration (policy, budget, window, interval,
   // skipkv fields), and the engine-wide pad policy and trace of every method.

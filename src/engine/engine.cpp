@@ -39,11 +39,18 @@ StatusOr<PadPolicy> ParsePadPolicy(const std::string& s) {
 
 namespace {
 
+// Upper bounds keep per-forward buffers (tokens x model width) allocatable.
+constexpr int kMaxUbatch = 65536;
+constexpr int kMaxBatchTokens = 1 << 20;
+
 Status ValidateEngineOptions(const EngineOptions& o) {
-  if (o.n_ubatch < 1) return InvalidArgument("n_ubatch must be >= 1, got " + std::to_string(o.n_ubatch));
-  if (o.n_batch < o.n_ubatch)
-    return InvalidArgument("n_batch (" + std::to_string(o.n_batch) + ") must be >= n_ubatch (" +
-                           std::to_string(o.n_ubatch) + ")");
+  SKIPKV_RETURN_IF_ERROR(ResolveThreadCount(o.threads, "threads").status());
+  if (o.n_ubatch < 1 || o.n_ubatch > kMaxUbatch)
+    return InvalidArgument("n_ubatch must be in [1, " + std::to_string(kMaxUbatch) + "], got " +
+                           std::to_string(o.n_ubatch));
+  if (o.n_batch < o.n_ubatch || o.n_batch > kMaxBatchTokens)
+    return InvalidArgument("n_batch (" + std::to_string(o.n_batch) + ") must be in [n_ubatch (" +
+                           std::to_string(o.n_ubatch) + "), " + std::to_string(kMaxBatchTokens) + "]");
   if (o.batch_size < 0) return InvalidArgument("batch size must be >= 0 (0 = all requests), got " +
                                                std::to_string(o.batch_size));
   if (o.n_ctx < 0) return InvalidArgument("n_ctx must be >= 0 (0 = the model's), got " + std::to_string(o.n_ctx));
@@ -84,8 +91,7 @@ StatusOr<std::unique_ptr<Engine::Impl>> Engine::Impl::Create(const EngineOptions
   impl->methods = std::make_unique<engine::MethodTable>(impl->tokenizer.get(), options.kv);
   SKIPKV_ASSIGN_OR_RETURN(impl->default_method, impl->methods->Resolve(MethodConfig{"", options.kv}));
   impl->forward = std::make_unique<ForwardPass>(*impl->model);
-  const int threads = options.threads > 0 ? options.threads
-                                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  SKIPKV_ASSIGN_OR_RETURN(const int threads, ResolveThreadCount(options.threads, "threads"));
   impl->pool = std::make_unique<ThreadPool>(threads);
 
   ModelInfo& info = impl->info;

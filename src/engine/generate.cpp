@@ -155,8 +155,9 @@ Status GenerationRun::Start(Sequence& s) {
   const Request& r = *s.request;
   const int64_t stream = s.stream_len();
   // The last sampled token is never fed, so a request needs at most
-  // stream + max_new_tokens − 1 slots.
-  const int64_t needed = stream + r.max_new_tokens;
+  // stream + max_new_tokens − 1 slots, and generation stops at the context
+  // (position l − pad_len = n_ctx), so a huge max_new_tokens never sizes a cache.
+  const int64_t needed = std::min<int64_t>(stream + r.max_new_tokens, s.pad_len + e_.n_ctx);
   const KvPolicy& policy = *s.method->policy();
   int64_t cap = policy.CacheCapacity(stream);
   int64_t initial, max_cap;
@@ -181,7 +182,7 @@ Status GenerationRun::Start(Sequence& s) {
   for (int32_t t : s.prompt) (void)s.detok->Push(t);
   s.stop = engine::StopMatcher(r.stop);
   s.history = s.prompt;
-  s.history.reserve(s.prompt.size() + r.max_new_tokens);
+  s.history.reserve(static_cast<size_t>(std::min<int64_t>(s.prompt.size() + r.max_new_tokens, e_.n_ctx)));
   s.result.index = s.index;
   s.result.prompt_tokens = s.prompt;
   s.result.timings.prompt_tokens = static_cast<int64_t>(s.prompt.size());

@@ -227,6 +227,10 @@ StatusOr<std::vector<int64_t>> GgufMetadata::GetIntArray(const std::string& key)
   out.reserve(a->items.size());
   for (const auto& item : a->items) {
     if (!item.is_integer()) return WrongType(key, "an array of integers", *Find(key));
+    if (const auto* u = std::get_if<uint64_t>(&item.v); u && *u > uint64_t(std::numeric_limits<int64_t>::max())) {
+      return OutOfRange("metadata key '" + key + "'[" + std::to_string(out.size()) + "]: value " +
+                        std::to_string(*u) + " does not fit int64");
+    }
     out.push_back(item.AsInt());
   }
   return out;

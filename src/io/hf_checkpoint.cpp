@@ -2,6 +2,7 @@
 #include "io/hf_checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -9,6 +10,7 @@
 #include <regex>
 #include <set>
 
+#include "io/model_limits.h"
 #include "io/safetensors.h"
 #include "util/aligned_buffer.h"
 
@@ -47,25 +49,38 @@ std::string HfTensorNameToGguf(const std::string& n) {
 
 namespace {
 
-StatusOr<int64_t> ConfigInt(const nlohmann::json& c, const std::string& path, const char* key) {
+// An integer config value in [1, hi], read as 64 bits so nothing is narrowed;
+// errors quote the value as written in the file.
+StatusOr<int64_t> ConfigInt(const nlohmann::json& c, const std::string& path, const char* key, int64_t hi) {
   auto it = c.find(key);
   if (it == c.end()) return NotFound(path + ": missing '" + key + "'");
-  if (!it->is_number_integer() || it->get<int64_t>() <= 0) {
-    return CorruptData(path + ": '" + key + "' = " + it->dump() + ", expected a positive integer");
+  const std::string range = "[1, " + std::to_string(hi) + "]";
+  if (!it->is_number_integer()) {
+    return CorruptData(path + ": '" + key + "' = " + it->dump() + ", expected an integer in " + range);
   }
+  const bool in_range = it->is_number_unsigned() ? it->get<uint64_t>() >= 1 && it->get<uint64_t>() <= uint64_t(hi)
+                                                 : it->get<int64_t>() >= 1 && it->get<int64_t>() <= hi;
+  if (!in_range) return OutOfRange(path + ": '" + key + "' = " + it->dump() + " is outside " + range);
   return it->get<int64_t>();
 }
 
+// A number that must be finite as a float (GGUF stores these as F32).
 StatusOr<double> ConfigFloat(const nlohmann::json& c, const std::string& path, const char* key, double dflt) {
   auto it = c.find(key);
   if (it == c.end() || it->is_null()) return dflt;
   if (!it->is_number()) return CorruptData(path + ": '" + key + "' = " + it->dump() + ", expected a number");
-  return it->get<double>();
+  const double v = it->get<double>();
+  if (!std::isfinite(static_cast<float>(v))) {
+    return OutOfRange(path + ": '" + key + "' = " + it->dump() + " does not fit a 32-bit float");
+  }
+  return v;
 }
 
 }  // namespace
 
-Status HfConfigToMetadata(const nlohmann::json& c, const std::string& path, GgufMetadata* md) {
+namespace {
+
+Status ConfigToMetadata(const nlohmann::json& c, const std::string& path, GgufMetadata* md) {
   if (!c.is_object()) return CorruptData(path + ": not a JSON object");
   auto archs = c.find("architectures");
   if (archs == c.end() || !archs->is_array() || archs->empty() || !(*archs)[0].is_string()) {
@@ -78,20 +93,20 @@ Status HfConfigToMetadata(const nlohmann::json& c, const std::string& path, Gguf
   else return Unsupported(path + ": architecture '" + cls + "' (supported: LlamaForCausalLM, Qwen2ForCausalLM)");
 
   md->Set("general.architecture", GgufValue::Str(arch));
-  SKIPKV_ASSIGN_OR_RETURN(int64_t layers, ConfigInt(c, path, "num_hidden_layers"));
-  SKIPKV_ASSIGN_OR_RETURN(int64_t hidden, ConfigInt(c, path, "hidden_size"));
-  SKIPKV_ASSIGN_OR_RETURN(int64_t ffn, ConfigInt(c, path, "intermediate_size"));
-  SKIPKV_ASSIGN_OR_RETURN(int64_t heads, ConfigInt(c, path, "num_attention_heads"));
+  SKIPKV_ASSIGN_OR_RETURN(int64_t layers, ConfigInt(c, path, "num_hidden_layers", model_limits::kMaxLayers));
+  SKIPKV_ASSIGN_OR_RETURN(int64_t hidden, ConfigInt(c, path, "hidden_size", model_limits::kMaxDim));
+  SKIPKV_ASSIGN_OR_RETURN(int64_t ffn, ConfigInt(c, path, "intermediate_size", model_limits::kMaxDim));
+  SKIPKV_ASSIGN_OR_RETURN(int64_t heads, ConfigInt(c, path, "num_attention_heads", model_limits::kMaxHeads));
   int64_t kv_heads = heads;
   if (c.contains("num_key_value_heads") && !c["num_key_value_heads"].is_null()) {
-    SKIPKV_ASSIGN_OR_RETURN(kv_heads, ConfigInt(c, path, "num_key_value_heads"));
+    SKIPKV_ASSIGN_OR_RETURN(kv_heads, ConfigInt(c, path, "num_key_value_heads", model_limits::kMaxHeads));
   }
   if (heads % kv_heads != 0) {
     return CorruptData(path + ": num_attention_heads " + std::to_string(heads) +
                        " is not a multiple of num_key_value_heads " + std::to_string(kv_heads));
   }
-  SKIPKV_ASSIGN_OR_RETURN(int64_t ctx, ConfigInt(c, path, "max_position_embeddings"));
-  SKIPKV_ASSIGN_OR_RETURN(int64_t vocab, ConfigInt(c, path, "vocab_size"));
+  SKIPKV_ASSIGN_OR_RETURN(int64_t ctx, ConfigInt(c, path, "max_position_embeddings", model_limits::kMaxContext));
+  SKIPKV_ASSIGN_OR_RETURN(int64_t vocab, ConfigInt(c, path, "vocab_size", model_limits::kMaxVocab));
   SKIPKV_ASSIGN_OR_RETURN(double theta, ConfigFloat(c, path, "rope_theta", 10000.0));
   SKIPKV_ASSIGN_OR_RETURN(double eps, ConfigFloat(c, path, "rms_norm_eps", 1e-6));
   const std::string p = arch + ".";
@@ -102,7 +117,7 @@ Status HfConfigToMetadata(const nlohmann::json& c, const std::string& path, Gguf
   md->Set(p + "attention.head_count", GgufValue::U32(static_cast<uint32_t>(heads)));
   md->Set(p + "attention.head_count_kv", GgufValue::U32(static_cast<uint32_t>(kv_heads)));
   if (c.contains("head_dim") && !c["head_dim"].is_null()) {
-    SKIPKV_ASSIGN_OR_RETURN(int64_t head_dim, ConfigInt(c, path, "head_dim"));
+    SKIPKV_ASSIGN_OR_RETURN(int64_t head_dim, ConfigInt(c, path, "head_dim", model_limits::kMaxHeadDim));
     md->Set(p + "attention.key_length", GgufValue::U32(static_cast<uint32_t>(head_dim)));
     md->Set(p + "attention.value_length", GgufValue::U32(static_cast<uint32_t>(head_dim)));
   }
@@ -127,7 +142,7 @@ Status HfConfigToMetadata(const nlohmann::json& c, const std::string& path, Gguf
     if (type == "llama3") {
       SKIPKV_ASSIGN_OR_RETURN(double lo, ConfigFloat(*rs, path + " rope_scaling", "low_freq_factor", 1.0));
       SKIPKV_ASSIGN_OR_RETURN(double hi, ConfigFloat(*rs, path + " rope_scaling", "high_freq_factor", 4.0));
-      SKIPKV_ASSIGN_OR_RETURN(int64_t orig, ConfigInt(*rs, path + " rope_scaling", "original_max_position_embeddings"));
+      SKIPKV_ASSIGN_OR_RETURN(int64_t orig, ConfigInt(*rs, path + " rope_scaling", "original_max_position_embeddings", model_limits::kMaxContext));
       md->Set(p + "rope.scaling.low_freq_factor", GgufValue::F32(static_cast<float>(lo)));
       md->Set(p + "rope.scaling.high_freq_factor", GgufValue::F32(static_cast<float>(hi)));
       md->Set(p + "rope.scaling.original_context_length", GgufValue::U32(static_cast<uint32_t>(orig)));
@@ -138,11 +153,30 @@ Status HfConfigToMetadata(const nlohmann::json& c, const std::string& path, Gguf
   md->Set("skipkv.tie_word_embeddings", GgufValue::Bool(tie));
   md->Set("skipkv.rope_layout", GgufValue::Str("rotate_half"));
   for (const char* k : {"bos_token_id", "eos_token_id"}) {
-    if (c.contains(k) && c[k].is_number_unsigned()) {
-      md->Set(std::string("tokenizer.ggml.") + k, GgufValue::U32(c[k].get<uint32_t>()));
+    // Absent, null or a list (several EOS ids) leave the tokenizer's own choice.
+    if (c.contains(k) && c[k].is_number_integer()) {
+      const int64_t id = c[k].is_number_unsigned() && c[k].get<uint64_t>() > uint64_t(model_limits::kMaxVocab)
+                             ? -1
+                             : c[k].get<int64_t>();
+      if (id < 0 || id > model_limits::kMaxVocab) {
+        return OutOfRange(path + ": '" + k + "' = " + c[k].dump() + " is outside [0, " +
+                          std::to_string(model_limits::kMaxVocab) + "]");
+      }
+      md->Set(std::string("tokenizer.ggml.") + k, GgufValue::U32(static_cast<uint32_t>(id)));
     }
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status HfConfigToMetadata(const nlohmann::json& c, const std::string& path, GgufMetadata* md) {
+  try {
+    return ConfigToMetadata(c, path, md);
+  } catch (const nlohmann::json::exception& e) {
+    // Last resort for a wrongly typed field the checks miss; the message names its JSON pointer.
+    return CorruptData(path + ": unexpected JSON structure: " + e.what());
+  }
 }
 
 namespace {

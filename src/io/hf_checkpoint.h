@@ -39,7 +39,10 @@ namespace skipkv {
 // "model.layers.3.self_attn.q_proj.weight" -> "blk.3.attn_q.weight"; "" if unknown.
 std::string HfTensorNameToGguf(const std::string& hf_name);
 
-// Fills metadata from a parsed config.json (see the table above).
+// Fills metadata from a parsed config.json (see the table above). Integers
+// are read as 64 bits and must lie in the ranges of io/model_limits.h (the
+// same as GGUF metadata); a value out of range or of the wrong type is an
+// error quoting the key and the value as written, never narrowed.
 Status HfConfigToMetadata(const nlohmann::json& config, const std::string& config_path, GgufMetadata* md);
 
 StatusOr<std::unique_ptr<ModelSource>> OpenHfCheckpoint(const std::string& dir);

@@ -38,14 +38,21 @@ bool LooksSpecial(const std::string& s) {
 }
 }  // namespace
 
-Status AddGpt2TokenizerMetadata(const std::string& path, const Gpt2VocabOptions& opts, GgufMetadata* md) {
-  SKIPKV_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+namespace {
+
+Status AddGpt2Metadata(std::string_view text, const std::string& path, const Gpt2VocabOptions& opts,
+                       GgufMetadata* md) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return CorruptData(path + ": not a JSON object");
   auto model = j.find("model");
   if (model == j.end() || !model->is_object()) return CorruptData(path + ": missing 'model'");
-  if (model->value("type", "") != "BPE") {
-    return Unsupported(path + ": model.type '" + model->value("type", "") + "' (only BPE is supported)");
+  auto type = model->find("type");
+  if (type == model->end() || !type->is_string()) {
+    return CorruptData(path + ": model.type = " + (type == model->end() ? "(missing)" : type->dump()) +
+                       ", expected a string");
+  }
+  if (type->get<std::string>() != "BPE") {
+    return Unsupported(path + ": model.type '" + type->get<std::string>() + "' (only BPE is supported)");
   }
   auto vocab = model->find("vocab");
   auto merges = model->find("merges");
@@ -74,7 +81,12 @@ Status AddGpt2TokenizerMetadata(const std::string& path, const Gpt2VocabOptions&
       const int64_t id = a["id"].get<int64_t>();
       if (id > (1 << 24)) return CorruptData(path + ": added token id " + std::to_string(id) + " is too large");
       if (opts.max_added_id >= 0 && id > opts.max_added_id) continue;
-      added[id] = {id, a["content"].get<std::string>(), a.value("special", false)};
+      auto special = a.find("special");
+      if (special != a.end() && !special->is_boolean()) {
+        return CorruptData(path + ": added_tokens entry " + std::to_string(id) + ": 'special' = " + special->dump() +
+                           ", expected true or false");
+      }
+      added[id] = {id, a["content"].get<std::string>(), special != a.end() && special->get<bool>()};
     }
   }
   for (const auto& o : opts.overrides) added[o.id] = o;
@@ -121,6 +133,24 @@ Status AddGpt2TokenizerMetadata(const std::string& path, const Gpt2VocabOptions&
   md->Set("tokenizer.ggml.add_bos_token", GgufValue::Bool(opts.add_bos));
   md->Set("tokenizer.ggml.add_eos_token", GgufValue::Bool(false));
   return Status::Ok();
+}
+
+}  // namespace
+
+Status AddGpt2TokenizerMetadataFromJson(std::string_view text, const std::string& path,
+                                        const Gpt2VocabOptions& opts, GgufMetadata* md) {
+  try {
+    return AddGpt2Metadata(text, path, opts, md);
+  } catch (const nlohmann::json::exception& e) {
+    // A value of the wrong type the checks above do not cover; with
+    // JSON_DIAGNOSTICS the message carries the field's JSON pointer.
+    return CorruptData(path + ": unexpected JSON structure: " + e.what());
+  }
+}
+
+Status AddGpt2TokenizerMetadata(const std::string& path, const Gpt2VocabOptions& opts, GgufMetadata* md) {
+  SKIPKV_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  return AddGpt2TokenizerMetadataFromJson(text, path, opts, md);
 }
 
 }  // namespace skipkv

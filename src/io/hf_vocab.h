@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/gguf.h"
@@ -37,7 +38,13 @@ struct Gpt2VocabOptions {
 // tokens (> 151664) are dropped, add_bos_token is true, pre "deepseek-r1-qwen".
 Gpt2VocabOptions R1DistillQwenVocabOptions(int64_t vocab_size);
 
+// Reads tokenizer.json from `tokenizer_json_path`. Any malformed or
+// wrongly typed field is a CorruptData/Unsupported Status naming the file and
+// the field, never an exception.
 Status AddGpt2TokenizerMetadata(const std::string& tokenizer_json_path, const Gpt2VocabOptions& opts,
                                 GgufMetadata* md);
+// The same from the file's text; `path` names it in errors.
+Status AddGpt2TokenizerMetadataFromJson(std::string_view text, const std::string& path,
+                                        const Gpt2VocabOptions& opts, GgufMetadata* md);
 
 }  // namespace skipkv

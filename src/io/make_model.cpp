@@ -8,6 +8,7 @@
 #include "io/gguf_stream_writer.h"
 #include "io/hf_vocab.h"
 #include "io/llama2c.h"
+#include "io/model_limits.h"
 #include "tensor/quant.h"
 #include "util/mapped_file.h"
 #include "util/thread_pool.h"
@@ -64,11 +65,21 @@ struct TensorPlan {
 };
 
 Status CheckShape(const ModelShape& s) {
-  const std::pair<const char*, int> fields[] = {{"layers", s.layers}, {"hidden", s.hidden}, {"heads", s.heads},
-                                                {"kv-heads", s.kv_heads}, {"ffn", s.ffn}, {"vocab", s.vocab},
-                                                {"context", s.context}};
-  for (const auto& [name, v] : fields) {
-    if (v <= 0) return InvalidArgument(std::string("--") + name + " = " + std::to_string(v) + " must be positive");
+  using namespace model_limits;
+  struct Field {
+    const char* name;
+    int value;
+    int64_t max;
+  };
+  const Field fields[] = {{"layers", s.layers, kMaxLayers}, {"hidden", s.hidden, kMaxDim},
+                          {"heads", s.heads, kMaxHeads},    {"kv-heads", s.kv_heads, kMaxHeads},
+                          {"ffn", s.ffn, kMaxDim},          {"vocab", s.vocab, kMaxVocab},
+                          {"context", s.context, kMaxContext}};
+  for (const Field& f : fields) {
+    if (f.value <= 0 || f.value > f.max) {
+      return InvalidArgument(std::string("--") + f.name + " = " + std::to_string(f.value) + " is outside [1, " +
+                             std::to_string(f.max) + "]");
+    }
   }
   if (s.hidden % s.heads != 0 || (s.hidden / s.heads) % 2 != 0) {
     return InvalidArgument("--hidden " + std::to_string(s.hidden) + " must be --heads " + std::to_string(s.heads) +
@@ -86,6 +97,7 @@ Status CheckShape(const ModelShape& s) {
 Status MakeRandomModel(const MakeModelOptions& opts) {
   const ModelShape& s = opts.shape;
   SKIPKV_RETURN_IF_ERROR(CheckShape(s));
+  SKIPKV_ASSIGN_OR_RETURN(const int threads, ResolveThreadCount(opts.threads, "threads"));
   GgufMetadata md;
   const std::string a = s.arch + ".";
   const int head = s.hidden / s.heads, kv_dim = head * s.kv_heads;
@@ -173,7 +185,7 @@ Status MakeRandomModel(const MakeModelOptions& opts) {
   }
   SKIPKV_ASSIGN_OR_RETURN(auto writer, GgufStreamWriter::Create(opts.output_path, md, decls));
 
-  ThreadPool pool(opts.threads);
+  ThreadPool pool(threads);
   constexpr int64_t kRowsPerChunk = 512;
   std::vector<uint8_t> chunk;
   size_t total_elems = 0, done_elems = 0;

@@ -42,7 +42,7 @@ struct MakeModelOptions {
   std::string tokenizer_path;  // qwen2: tokenizer.json; llama: tokenizer.bin ("" = embedded tok512)
   std::string chat_template_path;  // optional: stored as tokenizer.chat_template
   std::string output_path;
-  int threads = 0;
+  int threads = 0;  // 0 = all hardware threads; range checked by ResolveThreadCount
   // Called as rows are written with (elements done, elements in all tensors,
   // current tensor name); may be empty.
   std::function<void(size_t, size_t, const std::string&)> progress;

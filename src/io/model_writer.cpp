@@ -88,6 +88,7 @@ int64_t RotateHalfSourceIndex(int64_t o, int64_t hd) {
 }  // namespace
 
 Status WriteModelAsGguf(const ModelSource& src, const std::string& out_path, const GgufExportOptions& opts) {
+  SKIPKV_ASSIGN_OR_RETURN(const int threads, ResolveThreadCount(opts.threads, "threads"));
   GgufMetadata md = src.metadata;
   // Heads of the q/k tensors to permute (0: no permutation).
   int64_t q_heads = 0, k_heads = 0;
@@ -119,7 +120,7 @@ Status WriteModelAsGguf(const ModelSource& src, const std::string& out_path, con
   md.Set("general.quantization_version", GgufValue::U32(2));
   SKIPKV_ASSIGN_OR_RETURN(auto writer, GgufStreamWriter::Create(out_path, md, decls));
 
-  ThreadPool pool(opts.threads);
+  ThreadPool pool(threads);
   constexpr int64_t kRowsPerChunk = 256;
   std::vector<uint8_t> chunk;
   size_t total_elems = 0, done_elems = 0;

@@ -40,7 +40,7 @@ DType ChooseTensorType(const WeightTypeSpec& spec, const std::string& name, int 
 // Options for WriteModelAsGguf.
 struct GgufExportOptions {
   std::optional<WeightTypeSpec> type;  // nullopt: keep every tensor's type (exact copy)
-  int threads = 0;                     // <= 0: hardware concurrency
+  int threads = 0;                     // 0: hardware concurrency; see ResolveThreadCount
   // Called as tensors are written with (elements done, elements in all
   // tensors, current tensor name); may be empty.
   std::function<void(size_t, size_t, const std::string&)> progress;

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+
+#include "io/model_limits.h"
 
 namespace skipkv {
 namespace {
@@ -34,6 +37,14 @@ Status ValidateEvictionConfig(const KvPolicyConfig& config) {
   const std::string p = "kv policy '" + config.policy + "': ";
   if (config.window < 1) {
     return InvalidArgument(p + "window (" + ToStr(config.window) + ") must be at least 1");
+  }
+  // No slot count or interval may exceed the largest context a model may have.
+  for (const auto& [name, v] : {std::pair<const char*, int64_t>{"budget", config.budget},
+                                {"window", config.window}, {"interval", config.interval}}) {
+    if (v > model_limits::kMaxContext) {
+      return InvalidArgument(p + name + " (" + Val(v) + ") exceeds " + Val(model_limits::kMaxContext) +
+                             ", the largest context length");
+    }
   }
   if (config.budget <= config.window) {
     return InvalidArgument(p + "budget (" + ToStr(config.budget) + ") must be larger than the window (" +

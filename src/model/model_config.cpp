@@ -7,6 +7,7 @@
 #include <numbers>
 #include <sstream>
 
+#include "io/model_limits.h"
 #include "tensor/dtype.h"
 #include "tensor/quant.h"
 
@@ -169,21 +170,21 @@ StatusOr<ModelConfig> ModelConfigFromSource(const ModelSource& source) {
   }
 
   // ---- The key table ------------------------------------------------------
-  constexpr int64_t kMaxDim = 1 << 20;
-  SKIPKV_ASSIGN_OR_RETURN(int64_t n_layers, IntInRange(md, a + ".block_count", 1, 4096));
+  using namespace model_limits;
+  SKIPKV_ASSIGN_OR_RETURN(int64_t n_layers, IntInRange(md, a + ".block_count", 1, kMaxLayers));
   SKIPKV_ASSIGN_OR_RETURN(int64_t d_model, IntInRange(md, a + ".embedding_length", 1, kMaxDim));
-  SKIPKV_ASSIGN_OR_RETURN(int64_t n_heads, IntInRange(md, a + ".attention.head_count", 1, 4096));
+  SKIPKV_ASSIGN_OR_RETURN(int64_t n_heads, IntInRange(md, a + ".attention.head_count", 1, kMaxHeads));
   SKIPKV_ASSIGN_OR_RETURN(int64_t n_kv_heads,
-                          IntInRange(md, a + ".attention.head_count_kv", 1, 4096, &n_heads));
+                          IntInRange(md, a + ".attention.head_count_kv", 1, kMaxHeads, &n_heads));
   const int64_t dflt_head_dim = d_model / n_heads;
   SKIPKV_ASSIGN_OR_RETURN(int64_t head_dim,
-                          IntInRange(md, a + ".attention.key_length", 1, 65536, &dflt_head_dim));
-  SKIPKV_ASSIGN_OR_RETURN(int64_t v_dim, IntInRange(md, a + ".attention.value_length", 1, 65536, &head_dim));
+                          IntInRange(md, a + ".attention.key_length", 1, kMaxHeadDim, &dflt_head_dim));
+  SKIPKV_ASSIGN_OR_RETURN(int64_t v_dim, IntInRange(md, a + ".attention.value_length", 1, kMaxHeadDim, &head_dim));
   SKIPKV_ASSIGN_OR_RETURN(int64_t ffn_dim, IntInRange(md, a + ".feed_forward_length", 1, kMaxDim));
-  SKIPKV_ASSIGN_OR_RETURN(int64_t ctx, IntInRange(md, a + ".context_length", 1, int64_t{1} << 30));
+  SKIPKV_ASSIGN_OR_RETURN(int64_t ctx, IntInRange(md, a + ".context_length", 1, kMaxContext));
   SKIPKV_ASSIGN_OR_RETURN(float eps, PositiveFloat(md, a + ".attention.layer_norm_rms_epsilon", 1e-5));
   SKIPKV_ASSIGN_OR_RETURN(float theta, PositiveFloat(md, a + ".rope.freq_base", 10000.0));
-  SKIPKV_ASSIGN_OR_RETURN(int64_t rot_dim, IntInRange(md, a + ".rope.dimension_count", 2, 65536, &head_dim));
+  SKIPKV_ASSIGN_OR_RETURN(int64_t rot_dim, IntInRange(md, a + ".rope.dimension_count", 2, kMaxHeadDim, &head_dim));
 
   if (n_heads % n_kv_heads != 0) {
     return InvalidArgument("'" + a + ".attention.head_count' (" + std::to_string(n_heads) +
@@ -232,7 +233,7 @@ StatusOr<ModelConfig> ModelConfigFromSource(const ModelSource& source) {
   // ---- Facts carried by the tensors ---------------------------------------
   const TensorView* embd = source.FindTensor("token_embd.weight");
   if (embd == nullptr) return NotFound("tensor 'token_embd.weight' is missing");
-  if (embd->ne[1] < 1 || embd->ne[1] > (int64_t{1} << 31) - 1) {
+  if (embd->ne[1] < 1 || embd->ne[1] > kMaxVocab) {
     return InvalidArgument("tensor 'token_embd.weight' has shape " + embd->ShapeString() +
                            "; bad vocabulary size");
   }

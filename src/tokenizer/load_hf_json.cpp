@@ -162,7 +162,12 @@ StatusOr<TokenizerSpec> SpecFromHf(std::string_view text, std::string_view confi
   for (const json& a : added) {
     const size_t i = static_cast<size_t>(a["id"].get<int64_t>());
     spec.pieces[i] = a["content"].get<std::string>();
-    spec.types[i] = a.value("special", false) ? TokenType::kControl : TokenType::kUserDefined;
+    const json special = a.value("special", json(false));
+    if (!special.is_boolean()) {
+      return CorruptData("added_tokens entry " + std::to_string(i) + ": 'special' = " + special.dump() +
+                         ", expected true or false");
+    }
+    spec.types[i] = special.get<bool>() ? TokenType::kControl : TokenType::kUserDefined;
   }
 
   // Merges: ["a b", ...] (older files) or [["a", "b"], ...].

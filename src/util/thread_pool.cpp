@@ -6,6 +6,22 @@
 
 namespace skipkv {
 
+namespace {
+int HardwareThreads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+}  // namespace
+
+int MaxThreads() { return kMaxThreadsPerCore * HardwareThreads(); }
+
+StatusOr<int> ResolveThreadCount(int64_t requested, const std::string& what) {
+  if (requested == 0) return HardwareThreads();
+  if (requested < 0 || requested > MaxThreads()) {
+    return InvalidArgument(what + " = " + std::to_string(requested) + " is outside [1, " +
+                           std::to_string(MaxThreads()) + "] (" + std::to_string(kMaxThreadsPerCore) + " x the " +
+                           std::to_string(HardwareThreads()) + " hardware threads; 0 = all of them)");
+  }
+  return static_cast<int>(requested);
+}
+
 ThreadPool::ThreadPool(int num_threads) {
   if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   num_threads_ = num_threads;

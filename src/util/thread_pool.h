@@ -12,9 +12,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "util/status.h"
 
 namespace skipkv {
 
@@ -61,6 +64,16 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   bool stop_ = false;
 };
+
+// Thread counts a user or a file may ask for: 0 (or the library's "<= 0")
+// means all hardware threads; otherwise 1 .. MaxThreads(), a generous
+// kMaxThreadsPerCore x the hardware threads. Callers validate with
+// ResolveThreadCount before building a pool, so a request like 100000 is a
+// clear InvalidArgument (naming `what`) instead of a failed thread spawn.
+inline constexpr int kMaxThreadsPerCore = 8;
+int MaxThreads();
+// `requested` 0 -> all hardware threads; 1..MaxThreads() -> itself; else an error.
+StatusOr<int> ResolveThreadCount(int64_t requested, const std::string& what);
 
 // Convenience: a process-wide default pool sized by SetDefaultThreads().
 void SetDefaultThreads(int num_threads);

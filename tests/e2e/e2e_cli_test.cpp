@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <csignal>
+
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -14,12 +16,20 @@
 #include <string>
 #include <vector>
 
+#include "prereq.h"
+
 namespace {
 
 const std::string kBinary = std::string(SKIPKV_BINARY_DIR) + "/apps/skipkv/skipkv";
 
+// How a command ended: a normal exit (exited, exit_code) or death by a
+// signal (signaled, term_signal; exit_code stays -1). A crash must never pass
+// for a clean error exit, so bad-input tests use ExpectCleanFailure.
 struct CmdResult {
+  bool exited = false;
   int exit_code = -1;
+  bool signaled = false;
+  int term_signal = 0;
   std::string out;  // stdout
   std::string err;  // stderr
 };
@@ -31,13 +41,14 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
-// Runs `[env] skipkv <args>` through the shell (env: "NAME=value ..." or
-// empty); stderr goes to a temp file.
-CmdResult Skipkv(const std::string& args, const std::string& env = "") {
+// Runs `command` through /bin/sh with stderr in a temp file. The command
+// should `exec` its program so the shell does not turn a signal into exit
+// status 128 + n.
+CmdResult Shell(const std::string& command) {
   static int counter = 0;
   const std::string err_path = ::testing::TempDir() + "/skipkv_e2e_err_" + std::to_string(::getpid()) + "_" +
                                std::to_string(counter++) + ".txt";
-  const std::string cmd = (env.empty() ? "" : env + " ") + kBinary + " " + args + " 2>" + err_path;
+  const std::string cmd = command + " 2>" + err_path;
   CmdResult r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -45,10 +56,29 @@ CmdResult Skipkv(const std::string& args, const std::string& env = "") {
   size_t n;
   while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
   const int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.exited = status != -1 && WIFEXITED(status);
+  r.exit_code = r.exited ? WEXITSTATUS(status) : -1;
+  r.signaled = status != -1 && WIFSIGNALED(status);
+  r.term_signal = r.signaled ? WTERMSIG(status) : 0;
   r.err = ReadAll(err_path);
   std::remove(err_path.c_str());
   return r;
+}
+
+// Runs `[env] skipkv <args>` (env: "NAME=value ..." or empty), exec'd so a
+// signal reaches the status unchanged.
+CmdResult Skipkv(const std::string& args, const std::string& env = "") {
+  return Shell("exec " + (env.empty() ? "" : "env " + env + " ") + kBinary + " " + args);
+}
+
+// Bad input must end in a normal exit with a non-zero code and a message,
+// never in a crash (abort, segfault) that merely also is "non-zero".
+void ExpectCleanFailure(const CmdResult& r, const std::string& what) {
+  EXPECT_FALSE(r.signaled) << what << ": killed by signal " << r.term_signal << "\nstderr: " << r.err;
+  EXPECT_TRUE(r.exited) << what;
+  EXPECT_GT(r.exit_code, 0) << what;
+  EXPECT_LT(r.exit_code, 128) << what << ": exit code looks like a shell-reported signal";
+  EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << what << "\nstderr: " << r.err;
 }
 
 std::vector<nlohmann::json> JsonLines(const std::string& out) {
@@ -123,10 +153,19 @@ TEST(CliRunTest, BadInputsExitNonZeroWithAClearMessage) {
       {"run --kv-policy rkv --sim-threshold 0.9", "--sim-threshold applies to a policy that uses sentences (--kv-policy skipkv) only"},
       {"run --no-sentence-scoring", "--no-sentence-scoring applies to a policy that uses sentences"},
       {"bench -m /nonexistent.gguf --kv-policy skipkv --sim-threshold 2", "sim_threshold (2.000000)"},
+      // Issue 16: -t 100000 aborted after ~20 s of thread spawning; -t -2 meant "all cores".
+      {"run -t 100000", "threads = 100000 is outside [1, "},
+      {"run -t -2", "threads = -2 is outside [1, "},
+      {"perplexity -f /dev/null -t 100000", "threads = 100000"},
+      {"bench -m :default: -t 100000", "--threads = 100000"},
+      {"convert :default: -o /dev/null -t -2 -q", "threads = -2"},
+      {"run --ubatch 100000000", "n_ubatch must be in [1, 65536]"},
+      {"run --kv-policy rkv --kv-budget 10000000000", "budget (10000000000) exceeds"},
+      {"make-model --preset tiny-llama --layers 5000 -o /dev/null", "--layers = 5000 is outside [1, 4096]"},
   };
   for (const Case& c : cases) {
     CmdResult r = Skipkv(c.args);
-    EXPECT_NE(r.exit_code, 0) << c.args;
+    ExpectCleanFailure(r, c.args);
     EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\nstderr: " << r.err;
     EXPECT_EQ(r.err.find("CHECK failed"), std::string::npos) << c.args;
   }
@@ -287,9 +326,50 @@ TEST(CliPerplexityTest, ScoresAFileAndPrintsTheEstimate) {
   EXPECT_GT(res.at("ppl").get<double>(), 1.0);
   EXPECT_LT(res.at("ppl").get<double>(), 6.0);
   CmdResult bad = Skipkv("perplexity -f " + path + " --ctx 1");
-  EXPECT_NE(bad.exit_code, 0);
+  ExpectCleanFailure(bad, "perplexity --ctx 1");
   EXPECT_NE(bad.err.find("ctx must be >= 2"), std::string::npos) << bad.err;
   std::remove(path.c_str());
+}
+
+// The helper itself: a death by signal is not an exit code.
+TEST(CliHelperTest, SignalDeathIsDistinguishedFromAnErrorExit) {
+  CmdResult killed = Shell("exec sh -c 'kill -ABRT $$'");
+  EXPECT_TRUE(killed.signaled);
+  EXPECT_FALSE(killed.exited);
+  EXPECT_EQ(killed.term_signal, SIGABRT);
+  CmdResult failed = Shell("exec sh -c 'exit 3'");
+  EXPECT_TRUE(failed.exited);
+  EXPECT_FALSE(failed.signaled);
+  EXPECT_EQ(failed.exit_code, 3);
+}
+
+// Issue 16: a wrongly typed tokenizer.json / config.json field used to abort
+// convert and make-model with a raw nlohmann message; config.json integers
+// were narrowed to 32 bits (4294967304 read as 8).
+TEST(CliHostileFilesTest, BadJsonFieldsAreCleanErrorsNamingFileAndField) {
+  const std::string dir = ::testing::TempDir() + "/skipkv_e2e_hostile_" + std::to_string(::getpid());
+  ASSERT_EQ(std::system(("mkdir -p " + dir + "/hf").c_str()), 0);
+  const std::string tok = dir + "/tokenizer.json";
+  std::ofstream(tok) << R"({"model":{"type":5,"vocab":{"a":0},"merges":[]}})";
+  CmdResult r = Skipkv("make-model --preset tiny-qwen2 --tokenizer " + tok + " -o " + dir + "/m.gguf");
+  ExpectCleanFailure(r, "make-model with model.type 5");
+  EXPECT_NE(r.err.find(tok), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("model.type"), std::string::npos) << r.err;
+
+  std::ofstream(tok) << R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]},)"
+                     << R"("added_tokens":[{"id":1,"content":"<x>","special":"yes"}]})";
+  r = Skipkv("make-model --preset tiny-qwen2 --tokenizer " + tok + " -o " + dir + "/m.gguf");
+  ExpectCleanFailure(r, "make-model with special \"yes\"");
+  EXPECT_NE(r.err.find("'special' = \"yes\""), std::string::npos) << r.err;
+
+  std::ofstream(dir + "/hf/config.json")
+      << R"({"architectures":["Qwen2ForCausalLM"],"hidden_size":4294967304,"intermediate_size":16,)"
+      << R"("num_hidden_layers":1,"num_attention_heads":2,"max_position_embeddings":64,"vocab_size":10})";
+  r = Skipkv("convert " + dir + "/hf -o " + dir + "/out.gguf -q");
+  ExpectCleanFailure(r, "convert with hidden_size 2^32 + 8");
+  EXPECT_NE(r.err.find("config.json: 'hidden_size' = 4294967304 is outside [1, 1048576]"), std::string::npos)
+      << r.err;
+  std::system(("rm -rf " + dir).c_str());
 }
 
 TEST(CliTokenizeTest, SkipkvSetsListsDelimitersKeywordsAndSplit) {
@@ -305,19 +385,19 @@ TEST(CliTokenizeTest, SkipkvSetsListsDelimitersKeywordsAndSplit) {
   CmdResult dot = Skipkv("tokenize --skipkv-sets --sentence-delimiter . --sentence-delimiter '\\n'");
   ASSERT_EQ(dot.exit_code, 0) << dot.err;
   EXPECT_NE(dot.out.find("  D = [13 \"\\n\", 426 \".\"]"), std::string::npos) << dot.out;
-  const std::string qwen = std::string(SKIPKV_DEPS_DIR) + "/npm/tokenizer-qwen3/models/tokenizer.json";
-  if (std::ifstream(qwen)) {
-    CmdResult q = Skipkv("tokenize --skipkv-sets --tokenizer-json " + qwen);
-    ASSERT_EQ(q.exit_code, 0) << q.err;
-    EXPECT_NE(q.out.find("  D = [198 \"\\n\", 271 \"\\n\\n\", 340 \")\\n\", 382 \".\\n\\n\", 624 \".\\n\", 692"),
-              std::string::npos)
-        << q.out;
-    EXPECT_NE(q.out.find("\" Wait\" -> [13824 \" Wait\"] id"), std::string::npos) << q.out;
-    EXPECT_NE(q.out.find("think: start = 151667, end = 151668"), std::string::npos) << q.out;
-  }
   CmdResult bad = Skipkv("tokenize --skipkv-sets --sentence-delimiter ''");
-  EXPECT_NE(bad.exit_code, 0);
+  ExpectCleanFailure(bad, "--sentence-delimiter ''");
   EXPECT_NE(bad.err.find("empty string"), std::string::npos) << bad.err;
+  const std::string qwen = std::string(SKIPKV_DEPS_DIR) + "/npm/tokenizer-qwen3/models/tokenizer.json";
+  if (!std::ifstream(qwen)) SKIPKV_MISSING_PREREQ(qwen);  // fails under CI / scripts/test.sh
+  CmdResult q = Skipkv("tokenize --skipkv-sets --tokenizer-json " + qwen);
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_NE(q.out.find("  D = [198 \"\\n\", 271 \"\\n\\n\", 340 \")\\n\", 382 \".\\n\\n\", 624 \".\\n\", 692"),
+            std::string::npos)
+      << q.out;
+  EXPECT_NE(q.out.find("\" Wait\" -> [13824 \" Wait\"] id"), std::string::npos) << q.out;
+  EXPECT_NE(q.out.find("think: start = 151667, end = 151668"), std::string::npos) << q.out;
 }
 
 }  // namespace
+

@@ -1,6 +1,7 @@
 // libFuzzer target: arbitrary bytes through the Qwen2 byte-level BPE (the
 // npm tokenizer.json, see scripts/setup.sh; override the path with
-// SKIPKV_FUZZ_TOKENIZER_JSON) and the llama2.c SentencePiece tokenizer, and
+// SKIPKV_FUZZ_TOKENIZER_JSON; without it the target exits 77, see
+// scripts/fuzz_smoke.sh) and the llama2.c SentencePiece tokenizer, and
 // random ids through Decode and the streaming detokenizer. Invariants: no
 // crash or hang; Encode output ids are in range; ASCII input round-trips
 // exactly; the streaming detokenizer only ever emits valid UTF-8.
@@ -21,9 +22,10 @@ namespace {
 std::unique_ptr<skipkv::Tokenizer> g_bpe;
 std::unique_ptr<skipkv::Tokenizer> g_spm;
 
-std::string RepoPath(const char* rel) {
-  return (std::filesystem::path(__FILE__).parent_path() / "../.." / rel).lexically_normal().string();
-}
+// SKIPKV_SOURCE_DIR: set by tests/fuzz/CMakeLists.txt (a relative __FILE__
+// once made these paths point outside the repository, so both tokenizers
+// silently failed to load and nothing was fuzzed).
+std::string RepoPath(const char* rel) { return (std::filesystem::path(SKIPKV_SOURCE_DIR) / rel).string(); }
 
 void Check(bool ok, const char* what) {
   if (!ok) {
@@ -64,15 +66,19 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const char* env = std::getenv("SKIPKV_FUZZ_TOKENIZER_JSON");
   const std::string json = env ? env : RepoPath(".deps/npm/tokenizer-qwen3/models/tokenizer.json");
   auto bpe = skipkv::Tokenizer::FromHfJsonFile(json);
-  if (bpe.ok()) {
-    g_bpe = std::move(bpe).value();
-  } else {
-    std::fprintf(stderr,
-                 "fuzz_tokenizer: no Qwen2 BPE (%s); run scripts/setup.sh. Fuzzing the SPM tokenizer only.\n",
+  if (!bpe.ok()) {
+    // Exit 77: scripts/fuzz_smoke.sh reports a skip, or a failure when prerequisites are required.
+    std::fprintf(stderr, "fuzz_tokenizer: missing prerequisite: the Qwen2 tokenizer.json (%s); run scripts/setup.sh\n",
                  bpe.status().ToString().c_str());
+    std::exit(77);
   }
+  g_bpe = std::move(bpe).value();
   auto spm = skipkv::Tokenizer::FromLlama2cFile(RepoPath("data/models/stories260K/tok512.bin"));
-  if (spm.ok()) g_spm = std::move(spm).value();
+  if (!spm.ok()) {
+    std::fprintf(stderr, "fuzz_tokenizer: %s\n", spm.status().ToString().c_str());
+    std::exit(1);
+  }
+  g_spm = std::move(spm).value();
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "prereq.h"
 #include "io/embedded/embedded_model.h"
 #include "io/make_model.h"
 #include "io/model_source.h"
@@ -203,7 +204,7 @@ TEST(MakeModelTest, TinyLlamaIsDeterministicAndComplete) {
 
 TEST(MakeModelTest, TinyQwen2CarriesTheR1Vocabulary) {
   const std::string tok = std::string(SKIPKV_DEPS_DIR) + "/npm/tokenizer-qwen3/models/tokenizer.json";
-  if (!fs::exists(tok)) GTEST_SKIP() << "run scripts/setup.sh for " << tok;
+  if (!fs::exists(tok)) SKIPKV_MISSING_PREREQ(tok);
   MakeModelOptions o;
   o.preset = "tiny-qwen2";
   o.shape = *LookupModelPreset("tiny-qwen2");

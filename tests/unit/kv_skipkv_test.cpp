@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
@@ -285,6 +287,37 @@ TEST(SkipkvPolicy, InvariantsHoldWhileTGrows) {
     EXPECT_GT(sum, 0);
     EXPECT_LT(sum, st.slots_evicted);
   }
+}
+
+TEST(SkipkvPolicy, TraceCarriesTheReportAndThePadding) {
+  // One padded compression, every layer traced: each line names |T|, the
+  // penalised slots it evicted (summing to the stats), Δpad and B − Δpad.
+  auto cfg = Config("skipkv", 24, 4);
+  cfg.pad_policy = PadPolicy::kPadded;
+  cfg.trace_path = ::testing::TempDir() + "/kv_skipkv_trace.jsonl";
+  auto comp = KvCompressor::Create(cfg, 7);
+  ASSERT_TRUE(comp.ok());
+  SkipkvSequenceState* state = InstallState(**comp, true, 3);
+  state->penalty.Add(5, 9, 0.96f);
+  state->penalty.Add(12, 13, 0.97f);
+  SequenceKvCache cache(RandShape(), 40, 40);
+  for (int p = 0; p < 40; ++p) Feed(cache, 3, p, p >= 3);
+  (*comp)->CompressNow(cache, 40);
+  comp->reset();  // flushes and closes the trace
+  std::ifstream in(cfg.trace_path);
+  int lines = 0;
+  int64_t evicted = 0;
+  for (std::string line; std::getline(in, line); ++lines) {
+    EXPECT_NE(line.find("\"seq\":7"), std::string::npos) << line;
+    EXPECT_NE(line.find("\"penalized_ranges\":2,"), std::string::npos) << line;
+    EXPECT_NE(line.find("\"pad_len\":3,\"effective_budget\":21"), std::string::npos) << line;
+    const size_t at = line.find("\"penalized_evicted\":");
+    ASSERT_NE(at, std::string::npos) << line;
+    evicted += std::stoll(line.substr(at + 20));
+  }
+  EXPECT_EQ(lines, kLayers);
+  EXPECT_EQ(evicted, 7 * kLayers * kKvHeads) << "all 7 redundant slots go in every head";
+  std::remove(cfg.trace_path.c_str());
 }
 
 TEST(SkipkvPolicy, NoSentenceScoringIgnoresT) {

@@ -89,7 +89,10 @@ std::vector<double> UnitMean(const Log& log, int32_t b, int32_t e) {
     for (size_t x = 0; x < m.size(); ++x) m[x] += h[x];
   }
   double n = 0;
-  for (double& v : m) n += (v /= (e - b + 1)) * v;
+  for (double& v : m) {
+    v /= e - b + 1;
+    n += v * v;
+  }
   for (double& v : m) v /= std::sqrt(n);
   return m;
 }

@@ -15,7 +15,7 @@ namespace {
 std::unique_ptr<Tokenizer> R1Tokenizer(std::string* missing) {
   const std::string path = NpmJson("tokenizer-qwen3");
   if (!std::filesystem::exists(path)) {
-    *missing = path + " is missing: run scripts/setup.sh";
+    *missing = path + " (npm tokenizer package)";
     return nullptr;
   }
   auto tok = Tokenizer::FromHfJsonFile(path, NpmConfig("tokenizer-qwen3"));
@@ -29,7 +29,7 @@ std::unique_ptr<Tokenizer> R1Tokenizer(std::string* missing) {
 #define R1_OR_SKIP(var)                   \
   std::string var##_missing;              \
   auto var = R1Tokenizer(&var##_missing); \
-  if (var == nullptr) GTEST_SKIP() << var##_missing
+  if (var == nullptr) SKIPKV_MISSING_PREREQ(var##_missing)
 
 TEST(TokenizerSpecial, R1DistillPromptIds) {
   R1_OR_SKIP(tok);

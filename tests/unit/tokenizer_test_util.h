@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "io/gguf.h"
+#include "prereq.h"
 #include "tokenizer/tokenizer.h"
 #include "util/mapped_file.h"
 
@@ -37,7 +38,7 @@ inline const Tokenizer* NpmTokenizer(const std::string& pkg, std::string* missin
   if (it != cache.end()) return it->second.get();
   const std::string path = NpmJson(pkg);
   if (!std::filesystem::exists(path)) {
-    *missing = path + " is missing: run scripts/setup.sh to fetch the npm tokenizer packages";
+    *missing = path + " (npm tokenizer package)";
     return nullptr;
   }
   auto tok = Tokenizer::FromHfJsonFile(path, NpmConfig(pkg));
@@ -52,7 +53,7 @@ inline const Tokenizer* NpmTokenizer(const std::string& pkg, std::string* missin
 #define SKIPKV_NPM_TOKENIZER_OR_SKIP(var, pkg)                        \
   std::string var##_missing;                                          \
   const ::skipkv::Tokenizer* var = NpmTokenizer(pkg, &var##_missing); \
-  if (var == nullptr) GTEST_SKIP() << var##_missing
+  if (var == nullptr) SKIPKV_MISSING_PREREQ(var##_missing)
 
 // llama.cpp's test-tokenizer-0 format: the .inp file is the test strings,
 // each followed by "\n__ggml_vocab_test__\n" (so the last one too); the .out
