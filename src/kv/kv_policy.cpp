@@ -42,7 +42,7 @@ Status ValidateEvictionConfig(const KvPolicyConfig& config) {
   for (const auto& [name, v] : {std::pair<const char*, int64_t>{"budget", config.budget},
                                 {"window", config.window}, {"interval", config.interval}}) {
     if (v > model_limits::kMaxContext) {
-      return InvalidArgument(p + name + " (" + Val(v) + ") exceeds " + Val(model_limits::kMaxContext) +
+      return InvalidArgument(p + name + " (" + ToStr(v) + ") exceeds " + ToStr(model_limits::kMaxContext) +
                              ", the largest context length");
     }
   }
