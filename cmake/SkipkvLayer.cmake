@@ -1,16 +1,29 @@
 # skipkv_add_layer(<name> [DEPS <targets>...] [PUBLIC_DEPS <targets>...])
 # Builds the static library skipkv_<name> from every .cpp under the current
-# directory (recursively). Headers are included relative to src/, so
-# `#include "io/gguf.h"` works everywhere. Link dependencies only downward.
+# directory (recursively) and exports only that layer's headers (see
+# skipkv_export_headers). PUBLIC_DEPS are the layers whose headers this
+# layer's headers include; DEPS are implementation details (.cpp only).
+# Link dependencies only downward (docs/architecture.md, "Layers").
 function(skipkv_add_layer name)
   cmake_parse_arguments(ARG "" "" "DEPS;PUBLIC_DEPS" ${ARGN})
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
-  if(NOT srcs)  # a layer still being written: keep the target graph intact
-    set(srcs ${CMAKE_CURRENT_BINARY_DIR}/empty_${name}.cpp)
-    file(WRITE ${srcs} "// no sources yet\n")
-  endif()
   add_library(skipkv_${name} STATIC ${srcs})
-  target_include_directories(skipkv_${name} PUBLIC ${SKIPKV_SRC_DIR}
-                                                   ${PROJECT_SOURCE_DIR}/include)
+  skipkv_export_headers(skipkv_${name} ${name} ${CMAKE_CURRENT_SOURCE_DIR})
   target_link_libraries(skipkv_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_DEPS})
+endfunction()
+
+# skipkv_export_headers(<target> <path> <source>)
+# Headers are included relative to src/ ("io/gguf.h"), but src/ itself is on
+# no include path: each target gets its own directory
+# <build>/layer_include/<target>/ in which <path> is a symbolic link to
+# <source> (a layer's directory, or one header), added as a PUBLIC include
+# directory. So "io/gguf.h" resolves only in targets that link skipkv_io,
+# directly or through PUBLIC links, and a layer that includes a header of a
+# layer it does not link fails to compile. May be called several times.
+function(skipkv_export_headers target path source)
+  set(root ${PROJECT_BINARY_DIR}/layer_include/${target})
+  get_filename_component(parent ${root}/${path} DIRECTORY)
+  file(MAKE_DIRECTORY ${parent})
+  file(CREATE_LINK ${source} ${root}/${path} SYMBOLIC)
+  target_include_directories(${target} PUBLIC ${root})
 endfunction()

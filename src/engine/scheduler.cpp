@@ -7,16 +7,6 @@
 
 namespace skipkv::engine {
 
-const char* SeqStateName(SeqState s) {
-  switch (s) {
-    case SeqState::kWaiting: return "waiting";
-    case SeqState::kPrefill: return "prefill";
-    case SeqState::kDecode: return "decode";
-    case SeqState::kFinished: return "finished";
-  }
-  return "?";
-}
-
 namespace {
 bool Active(SeqState s) { return s == SeqState::kPrefill || s == SeqState::kDecode; }
 }  // namespace

@@ -20,7 +20,6 @@ enum class SeqState {
   kDecode,    // prompt done; one sampled token waits to be fed
   kFinished,  // done; its cache is released
 };
-const char* SeqStateName(SeqState s);
 
 // What the scheduler needs to know of one sequence.
 struct SeqView {

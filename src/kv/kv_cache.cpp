@@ -1,3 +1,4 @@
+// SequenceKvCache: slot storage, appends, the query window and Compact; see kv_cache.h.
 #include "kv/kv_cache.h"
 
 #include <algorithm>
@@ -88,8 +89,6 @@ void SequenceKvCache::Append(int layer, const float* k, const float* v, int32_t 
 
 const void* SequenceKvCache::K(int layer, int kv_head) const { return layers_[layer].k.data() + kv_head * HeadStride(); }
 const void* SequenceKvCache::V(int layer, int kv_head) const { return layers_[layer].v.data() + kv_head * HeadStride(); }
-void* SequenceKvCache::MutableK(int layer, int kv_head) { return layers_[layer].k.data() + kv_head * HeadStride(); }
-void* SequenceKvCache::MutableV(int layer, int kv_head) { return layers_[layer].v.data() + kv_head * HeadStride(); }
 const int32_t* SequenceKvCache::GenPos(int layer, int kv_head) const {
   return layers_[layer].gen_pos.data() + static_cast<size_t>(kv_head) * capacity_;
 }

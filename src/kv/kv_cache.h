@@ -63,8 +63,6 @@ class SequenceKvCache {
   // [0, size(layer)) are live.
   const void* K(int layer, int kv_head) const;
   const void* V(int layer, int kv_head) const;
-  void* MutableK(int layer, int kv_head);
-  void* MutableV(int layer, int kv_head);
   const int32_t* GenPos(int layer, int kv_head) const;
   const uint8_t* Valid(int layer, int kv_head) const;
   float* AttentionScore(int layer, int kv_head);  // nullptr unless track_attention

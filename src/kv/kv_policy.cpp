@@ -23,7 +23,7 @@ std::string KnownList() {
   return s;
 }
 
-std::string Val(int64_t v) { return std::to_string(v); }
+std::string ToStr(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
@@ -36,28 +36,28 @@ std::vector<std::string> KnownKvPolicyNames() {
 Status ValidateEvictionConfig(const KvPolicyConfig& config) {
   const std::string p = "kv policy '" + config.policy + "': ";
   if (config.window < 1) {
-    return InvalidArgument(p + "window (" + Val(config.window) + ") must be at least 1");
+    return InvalidArgument(p + "window (" + ToStr(config.window) + ") must be at least 1");
   }
   // No slot count or interval may exceed the largest context a model may have.
   for (const auto& [name, v] : {std::pair<const char*, int64_t>{"budget", config.budget},
                                 {"window", config.window}, {"interval", config.interval}}) {
     if (v > model_limits::kMaxContext) {
-      return InvalidArgument(p + name + " (" + Val(v) + ") exceeds " + Val(model_limits::kMaxContext) +
+      return InvalidArgument(p + name + " (" + ToStr(v) + ") exceeds " + ToStr(model_limits::kMaxContext) +
                              ", the largest context length");
     }
   }
   if (config.budget <= config.window) {
-    return InvalidArgument(p + "budget (" + Val(config.budget) + ") must be larger than the window (" +
-                           Val(config.window) + "): the budget counts the window's slots");
+    return InvalidArgument(p + "budget (" + ToStr(config.budget) + ") must be larger than the window (" +
+                           ToStr(config.window) + "): the budget counts the window's slots");
   }
   if (config.interval < 1) {
-    return InvalidArgument(p + "interval (" + Val(config.interval) + ") must be a positive number of tokens");
+    return InvalidArgument(p + "interval (" + ToStr(config.interval) + ") must be a positive number of tokens");
   }
   if (!(config.mix_lambda >= 0.f && config.mix_lambda <= 1.f)) {
     return InvalidArgument(p + "mix_lambda (" + std::to_string(config.mix_lambda) + ") must be in [0, 1]");
   }
   if (config.pool_kernel < 1 || config.pool_kernel % 2 == 0) {
-    return InvalidArgument(p + "pool_kernel (" + Val(config.pool_kernel) + ") must be a positive odd number");
+    return InvalidArgument(p + "pool_kernel (" + ToStr(config.pool_kernel) + ") must be a positive odd number");
   }
   return Status::Ok();
 }
@@ -69,7 +69,7 @@ StatusOr<std::shared_ptr<const KvPolicy>> CreateKvPolicy(const KvPolicyConfig& c
   }
   for (int layer : config.trace_layers) {
     if (layer < 0) {
-      return InvalidArgument("kv policy '" + config.policy + "': trace layer " + Val(layer) + " is negative");
+      return InvalidArgument("kv policy '" + config.policy + "': trace layer " + ToStr(layer) + " is negative");
     }
   }
   SKIPKV_ASSIGN_OR_RETURN(std::unique_ptr<KvPolicy> policy, entry->make(config));
@@ -97,20 +97,20 @@ Status ValidatePadLens(const KvPolicyConfig& config, std::span<const int64_t> pa
   for (size_t r = 0; r < pad_lens.size(); ++r) {
     if (pad_lens[r] < 0) {
       return InvalidArgument("kv policy: row " + std::to_string(r) + " has a negative pad length (" +
-                             Val(pad_lens[r]) + ")");
+                             ToStr(pad_lens[r]) + ")");
     }
     if (pad_lens[r] > max_pad) max_pad = pad_lens[r], max_row = r;
   }
   if (max_pad == 0) return Status::Ok();
   if (config.pad_policy == PadPolicy::kRagged) {
     return InvalidArgument("kv policy: ragged mode has no pad slots, but row " + std::to_string(max_row) +
-                           " has Δpad = " + Val(max_pad) + " (use pad_policy padded)");
+                           " has Δpad = " + ToStr(max_pad) + " (use pad_policy padded)");
   }
   if (!policy->evicts()) return Status::Ok();
   if (max_pad > policy->max_pad_len()) {
     return InvalidArgument("kv policy '" + config.policy + "' (padded mode): row " + std::to_string(max_row) +
-                           " has Δpad = " + Val(max_pad) + " pad slots, but budget " + Val(config.budget) +
-                           " leaves room for at most " + Val(policy->max_pad_len()) +
+                           " has Δpad = " + ToStr(max_pad) + " pad slots, but budget " + ToStr(config.budget) +
+                           " leaves room for at most " + ToStr(policy->max_pad_len()) +
                            " (budget − window must exceed the largest Δpad); raise the budget or group "
                            "prompts of similar length");
   }

@@ -142,11 +142,16 @@ struct KvLayerInput {
 };
 
 // Per-thread scratch for scoring, grown as needed so that steady-state
-// compressions do not allocate. a..e and idx belong to the kvscore functions
-// (scores.h), which may clobber them; imp, red and score are for policies.
+// compressions do not allocate.
 struct KvScratch {
-  std::vector<float> a, b, c, d, e;
-  std::vector<int32_t> idx;
+  // Owned by the kvscore functions (scores.h), which may clobber them.
+  std::vector<float> lhs;       // A·Bᵀ left operand, rows padded to the tile height (queries / unit keys)
+  std::vector<float> packed;    // A·Bᵀ right operand packed in column panels (keys / unit keys)
+  std::vector<float> product;   // AttentionImportance: logits [rows][n]; Redundancy: column sums of S
+  std::vector<float> row_max;   // AttentionImportance: GQA-max logits of one window row; Redundancy: S[0][n]
+  std::vector<float> last_val;  // Redundancy: S[a][j*] of each row's retain-last edit
+  std::vector<int32_t> idx;     // Redundancy: j* per row; selection: candidate order
+  // For the policies: importance, redundancy, final score, gathered queries.
   std::vector<float> imp, red, score, q;
 };
 

@@ -308,16 +308,16 @@ void AttentionImportance(const float* q, int group, int n_q, const float* k, int
   if (n_cand == 0) return;
   const int64_t rows = static_cast<int64_t>(group) * n_q;
   // Query rows padded to the tile height; logits [rows][n_cand].
-  float* qa = Grow(scratch.a, RoundUp(rows, kMr) * d);
+  float* qa = Grow(scratch.lhs, RoundUp(rows, kMr) * d);
   std::copy(q, q + rows * d, qa);
   std::fill(qa + rows * d, qa + RoundUp(rows, kMr) * d, 0.f);
-  float* packed = Grow(scratch.b, RoundUp(n_cand, kNr) * d);
+  float* packed = Grow(scratch.packed, RoundUp(n_cand, kNr) * d);
   PackPanels(k, n_cand, d, packed);
-  float* logits = Grow(scratch.c, rows * n_cand);
+  float* logits = Grow(scratch.product, rows * n_cand);
   GemmPacked(qa, rows, packed, n_cand, d, logits, n_cand);
 
   const float scale = 1.f / std::sqrt(static_cast<float>(d));
-  float* lmax = Grow(scratch.d, n_cand);  // L[w][:] for the current window row
+  float* lmax = Grow(scratch.row_max, n_cand);  // L[w][:] for the current window row
   std::fill(out, out + n_cand, 0.f);
   for (int w = 0; w < n_q; ++w) {
     // GQA max on the (scaled) logits of the group's query heads g for row w.
@@ -351,7 +351,7 @@ void Redundancy(const float* k, int64_t n, int d, const uint8_t* valid, float* o
   // padding rows are zero, so they add nothing and never pass the threshold.
   const int64_t n_rows = std::max(RoundUp(n, kMr), RoundUp(n, kNr));
   // Kn: row-normalised keys, zero for invalid slots.
-  float* kn = Grow(scratch.a, n_rows * d);
+  float* kn = Grow(scratch.lhs, n_rows * d);
   std::fill(kn + n * d, kn + n_rows * d, 0.f);
   for (int64_t r = 0; r < n; ++r) {
     const float* src = k + r * d;
@@ -365,10 +365,10 @@ void Redundancy(const float* k, int64_t n, int d, const uint8_t* valid, float* o
     const float inv = 1.f / (static_cast<float>(std::sqrt(ss)) + kNormEps);
     for (int i = 0; i < d; ++i) dst[i] = src[i] * inv;
   }
-  float* packed = Grow(scratch.b, n_rows * d);
+  float* packed = Grow(scratch.packed, n_rows * d);
   PackPanels(kn, n, d, packed);
 
-  Gram g{Grow(scratch.c, n_rows), Grow(scratch.d, n_rows), Grow(scratch.e, n_rows),
+  Gram g{Grow(scratch.product, n_rows), Grow(scratch.last_val, n_rows), Grow(scratch.row_max, n_rows),
          Grow(scratch.idx, n_rows)};
   std::fill(g.sum, g.sum + n_rows, 0.f);
   std::fill(g.row0, g.row0 + n_rows, 0.f);

@@ -57,7 +57,7 @@ int64_t RowsFor(const SequenceInput& s) {
   return 0;
 }
 
-float* F(AlignedBuffer& b) { return b.as<float>(); }
+float* Floats(AlignedBuffer& b) { return b.as<float>(); }
 
 }  // namespace
 
@@ -174,9 +174,9 @@ void ForwardPass::Attend(int layer, const ForwardBatch& batch, ThreadPool& pool)
   const size_t n_seqs = batch.seqs.size();
   const int hkv = cfg_.n_kv_heads;
   const int q_dim = cfg_.q_dim(), kv_dim = cfg_.kv_dim();
-  float* q = F(q_);
-  const float* k = F(k_);
-  const float* v = F(v_);
+  float* q = Floats(q_);
+  const float* k = Floats(k_);
+  const float* v = Floats(v_);
 
   // Sequences own distinct caches, so they can append in parallel.
   pool.Run(static_cast<int64_t>(n_seqs), [&](int64_t s, int /*worker*/) {
@@ -207,7 +207,7 @@ void ForwardPass::Attend(int layer, const ForwardBatch& batch, ThreadPool& pool)
     task.v = task_v_.data() + s * hkv;
     task.valid = task_valid_.data() + s * hkv;
     task.attn_accum = track ? task_accum_.data() + s * hkv : nullptr;
-    task.out = F(attn_) + off * q_dim;
+    task.out = Floats(attn_) + off * q_dim;
   });
 
   kernels::AttentionShape shape;
@@ -276,14 +276,14 @@ StatusOr<ForwardOutput> ForwardPass::Run(const ForwardBatch& batch, ThreadPool& 
   const std::span<const BatchToken> toks(tokens_.data(), static_cast<size_t>(n_tok));
 
   const ModelWeights& W = model_.weights();
-  const int D = cfg_.d_model, Fd = cfg_.ffn_dim, q_dim = cfg_.q_dim(), kv_dim = cfg_.kv_dim();
-  float* x = F(x_);
-  float* xb = F(xb_);
-  float* q = F(q_);
-  float* k = F(k_);
-  float* v = F(v_);
-  float* gate = F(gate_);
-  float* up = F(up_);
+  const int D = cfg_.d_model, ffn = cfg_.ffn_dim, q_dim = cfg_.q_dim(), kv_dim = cfg_.kv_dim();
+  float* x = Floats(x_);
+  float* xb = Floats(xb_);
+  float* q = Floats(q_);
+  float* k = Floats(k_);
+  float* v = Floats(v_);
+  float* gate = Floats(gate_);
+  float* up = Floats(up_);
 
   // x = E[token]
   ForEachToken(pool, n_tok, D, [&](int64_t i) { kernels::GetRow(W.token_embd, toks[i].token, x + i * D); });
@@ -309,7 +309,7 @@ StatusOr<ForwardOutput> ForwardPass::Run(const ForwardBatch& batch, ThreadPool& 
       kernels::Rope(ki, cfg_.n_kv_heads, cfg_.head_dim, toks[i].pos, cfg_.rope);
     });
     Attend(l, batch, pool);                     // attn_ = softmax(q K^T / sqrt(d)) V
-    Project(lw.wo, F(attn_), n_tok, xb, pool);  // xb = attn Wo
+    Project(lw.wo, Floats(attn_), n_tok, xb, pool);  // xb = attn Wo
     ForEachToken(pool, n_tok, D, [&](int64_t i) { kernels::Add(x + i * D, xb + i * D, D); });
 
     // ---- FFN block (SwiGLU): x += (silu(h Wgate) * (h Wup)) Wdown
@@ -318,15 +318,15 @@ StatusOr<ForwardOutput> ForwardPass::Run(const ForwardBatch& batch, ThreadPool& 
     });
     Project(lw.w_gate, xb, n_tok, gate, pool);
     Project(lw.w_up, xb, n_tok, up, pool);
-    ForEachToken(pool, n_tok, Fd,
-                 [&](int64_t i) { kernels::SiluMul(gate + i * Fd, up + i * Fd, gate + i * Fd, Fd); });
+    ForEachToken(pool, n_tok, ffn,
+                 [&](int64_t i) { kernels::SiluMul(gate + i * ffn, up + i * ffn, gate + i * ffn, ffn); });
     Project(lw.w_down, gate, n_tok, xb, pool);
     ForEachToken(pool, n_tok, D, [&](int64_t i) { kernels::Add(x + i * D, xb + i * D, D); });
   }
 
   // ---- Final norm: y = RMSNorm(x) * g_out. All tokens when the hook wants
   // them, otherwise only the rows that produce logits.
-  float* y = F(out_rows_);
+  float* y = Floats(out_rows_);
   if (batch.final_hidden_hook) {
     ForEachToken(pool, n_tok, D, [&](int64_t i) {
       kernels::RmsNorm(x + i * D, W.output_norm.data(), D, cfg_.rms_eps, xb + i * D);
@@ -348,7 +348,7 @@ StatusOr<ForwardOutput> ForwardPass::Run(const ForwardBatch& batch, ThreadPool& 
   SKIPKV_CHECK(r == n_out);
 
   // ---- LM head: logits = y Wout
-  float* logits = batch.logits != nullptr ? batch.logits : F(logits_);
+  float* logits = batch.logits != nullptr ? batch.logits : Floats(logits_);
   if (n_out > 0) Project(W.output, y, n_out, logits, pool);
 
   ForwardOutput out;

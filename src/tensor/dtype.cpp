@@ -1,3 +1,4 @@
+// The dtype table (names, block sizes, bytes per block) and its lookups; see dtype.h.
 #include "tensor/dtype.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// TensorView::ShapeString; see tensor_view.h.
 #include "tensor/tensor_view.h"
 
 namespace skipkv {

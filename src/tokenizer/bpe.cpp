@@ -1,3 +1,4 @@
+// Byte-level BPE merging by rank over token ids; see bpe.h.
 #include "tokenizer/bpe.h"
 
 #include <queue>

@@ -1,3 +1,4 @@
+// GPT-2 byte <-> unicode table and its conversions; see byte_level.h.
 #include "tokenizer/byte_level.h"
 
 #include <array>

@@ -1,3 +1,4 @@
+// The chat templates in C++ and their detection from the vocabulary; see chat_template.h.
 #include "tokenizer/chat_template.h"
 
 namespace skipkv {

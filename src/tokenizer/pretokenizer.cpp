@@ -1,3 +1,4 @@
+// NFC normalisation and the regex split into pre-tokens; see pretokenizer.h.
 #include "tokenizer/pretokenizer.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8

@@ -1,3 +1,4 @@
+// Finding special-token text in input text; see special_tokens.h.
 #include "tokenizer/special_tokens.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SentencePiece-style BPE (llama.cpp llm_tokenizer_spm semantics); see spm.h.
 #include "tokenizer/spm.h"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// The log level (SKIPKV_LOG or SetLogLevel) and the stderr sink; see logging.h.
 #include "util/logging.h"
 
 #include <atomic>

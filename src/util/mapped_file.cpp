@@ -1,3 +1,4 @@
+// MappedFile: opening and mapping a file read-only (errors name the path); see mapped_file.h.
 #include "util/mapped_file.h"
 
 #include <fcntl.h>

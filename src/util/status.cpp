@@ -1,3 +1,4 @@
+// Status / StatusOr construction and formatting; see status.h.
 #include "util/status.h"
 
 namespace skipkv {

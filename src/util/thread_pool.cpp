@@ -1,3 +1,4 @@
+// ThreadPool: the workers and the hand-off of one parallel loop at a time; see thread_pool.h.
 #include "util/thread_pool.h"
 
 #include <algorithm>
