@@ -80,6 +80,12 @@ struct ModelInfo {
 
 // ---- Requests and results -------------------------------------------------------
 
+// One message of a conversation (Request::messages).
+struct ChatTurn {
+  std::string role;  // "system", "user", "assistant" (as the chat template accepts)
+  std::string content;
+};
+
 struct Request {
   // The prompt: `prompt_tokens` if non-empty (used verbatim), otherwise
   // `prompt` tokenized (BOS added when the tokenizer asks for it; with
@@ -91,6 +97,9 @@ struct Request {
   std::vector<int32_t> prompt_tokens;
   bool chat = false;
   std::string system;
+  // With `chat`: a whole conversation, rendered by the chat template with the
+  // generation prompt; when non-empty it replaces `prompt` and `system`.
+  std::vector<ChatTurn> messages;
   SamplingParams sampling;
   int max_new_tokens = 256;          // >= 1
   std::vector<std::string> stop;     // stop strings, matched on the decoded text (non-empty)
@@ -256,6 +265,7 @@ class Engine {
   class Impl;
 
  private:
+  friend class ServingEngine;  // runs its generation loop on impl_ (skipkv/server_engine.h)
   explicit Engine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -149,6 +149,13 @@ StatusOr<std::vector<int32_t>> Engine::Impl::TokenizeChat(const std::string& sys
 
 StatusOr<std::vector<int32_t>> Engine::Impl::PromptTokens(const Request& r) const {
   if (!r.prompt_tokens.empty()) return r.prompt_tokens;
+  if (r.chat && !r.messages.empty()) {
+    std::vector<ChatMessage> msgs;
+    for (const ChatTurn& t : r.messages) msgs.push_back({t.role, t.content});
+    StatusOr<std::vector<TokenId>> ids = EncodeChat(chat_template, *tokenizer, msgs);
+    if (!ids.ok()) return ids.status().WithContext("chat template " + std::string(ChatTemplateKindName(chat_template)));
+    return std::move(ids).value();
+  }
   if (r.chat) return TokenizeChat(r.system, r.prompt);
   return Tokenize(r.prompt, /*add_bos=*/true, false);
 }

@@ -26,11 +26,16 @@ std::vector<size_t> Admit(std::span<const SeqView> seqs, const SchedulerLimits& 
     return out;
   }
   int64_t room = limits.max_active > 0 ? limits.max_active - active : static_cast<int64_t>(seqs.size());
+  size_t reserved = 0;
+  for (const SeqView& s : seqs) {
+    if (Active(s.state)) reserved += s.kv_bytes;
+  }
   for (size_t i = 0; i < seqs.size() && room > 0; ++i) {
-    if (seqs[i].state == SeqState::kWaiting) {
-      out.push_back(i);
-      --room;
-    }
+    if (seqs[i].state != SeqState::kWaiting) continue;
+    if (limits.kv_memory > 0 && reserved + seqs[i].kv_bytes > limits.kv_memory) break;  // FIFO: no overtaking
+    out.push_back(i);
+    reserved += seqs[i].kv_bytes;
+    --room;
   }
   return out;
 }
@@ -44,22 +49,34 @@ int64_t StepPlan::tokens() const {
 StepPlan PlanStep(std::span<const SeqView> seqs, const SchedulerLimits& limits) {
   StepPlan plan;
   const int64_t ubatch = std::max(1, limits.n_ubatch);
-  const int64_t budget = std::max(1, limits.n_batch);
+  int64_t budget = std::max(1, limits.n_batch);
+  if (limits.mixed) {
+    const int64_t decodes =
+        std::count_if(seqs.begin(), seqs.end(), [](const SeqView& s) { return s.state == SeqState::kDecode; });
+    budget = std::max<int64_t>(1, budget - decodes);  // a prefill chunk is never starved
+  }
   int64_t planned = 0;
   for (size_t i = 0; i < seqs.size(); ++i) {
     const SeqView& s = seqs[i];
+    if (limits.mixed && s.state == SeqState::kDecode) {
+      plan.items.push_back({i, 0, 1, false, false});
+      continue;
+    }
     if (s.state != SeqState::kPrefill) continue;
     plan.prefill = true;
-    if (planned >= budget) break;
+    if (planned >= budget) {
+      if (limits.mixed) continue;  // decodes further on still ride along
+      break;
+    }
     const int64_t remaining = s.prompt_len - s.prefilled;
     if (remaining <= 0) continue;  // cannot happen for a consistent state; skip defensively
     const int64_t count = std::min({ubatch, remaining, budget - planned});
-    plan.items.push_back({i, s.prefilled, count, count == remaining});
+    plan.items.push_back({i, s.prefilled, count, count == remaining, true});
     planned += count;
   }
-  if (plan.prefill) return plan;
+  if (plan.prefill || limits.mixed) return plan;
   for (size_t i = 0; i < seqs.size(); ++i) {
-    if (seqs[i].state == SeqState::kDecode) plan.items.push_back({i, 0, 1, false});
+    if (seqs[i].state == SeqState::kDecode) plan.items.push_back({i, 0, 1, false, false});
   }
   return plan;
 }

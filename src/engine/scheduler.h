@@ -27,6 +27,7 @@ struct SeqView {
   int64_t prompt_len = 0;  // tokens the prefill feeds (padded prompt in padded mode)
   int64_t prefilled = 0;   // of those, already fed
   int64_t group = 0;       // padded mode: batch id (sequences of one group start together)
+  size_t kv_bytes = 0;     // worst-case K/V bytes it holds once started (admission by KV memory)
 };
 
 struct SchedulerLimits {
@@ -34,10 +35,16 @@ struct SchedulerLimits {
   int n_batch = 2048;   // prefill tokens per step in total (>= 1)
   int max_active = 0;   // ragged: sequences in prefill/decode at once (0 = unlimited)
   bool grouped = false; // padded: admit a whole group, only when nothing is active
+  // Ragged: the summed kv_bytes of active sequences stays <= this (0 = no
+  // limit); admission is FIFO and stops at the first sequence that does not fit.
+  size_t kv_memory = 0;
+  // Prefill chunks ride in the same step as the decode tokens (chunked
+  // prefill beside running decodes) instead of pausing them.
+  bool mixed = false;
 };
 
 // Capacity stage: the waiting sequences to start now, in index order (FIFO).
-// Ragged: as many as max_active allows. Grouped: when no sequence is active,
+// Ragged: as many as max_active and kv_memory allow. Grouped: when no sequence is active,
 // every waiting sequence of the lowest waiting group id; otherwise none.
 std::vector<size_t> Admit(std::span<const SeqView> seqs, const SchedulerLimits& limits);
 
@@ -47,10 +54,11 @@ struct StepItem {
   int64_t begin = 0;  // prefill: first prompt index fed; decode: 0
   int64_t count = 1;  // tokens fed
   bool completes_prefill = false;  // prefill: this chunk feeds the last prompt token
+  bool prefill = false;            // a prefill chunk (else one decode token)
 };
 
 struct StepPlan {
-  bool prefill = false;  // true: prefill chunks; false: decode tokens
+  bool prefill = false;  // true: has prefill chunks (unmixed: only those); false: decode tokens only
   std::vector<StepItem> items;
   bool empty() const { return items.empty(); }
   int64_t tokens() const;
@@ -61,6 +69,9 @@ struct StepPlan {
 // tokens are planned; the last item may be cut short, and the first item is
 // always planned). Otherwise a decode step with every kDecode sequence.
 // Empty when no sequence is active.
+// Mixed: one decode token for every kDecode sequence plus prefill chunks as
+// above under the budget n_batch − decodes (at least one chunk when any
+// sequence is in kPrefill), items in index order.
 StepPlan PlanStep(std::span<const SeqView> seqs, const SchedulerLimits& limits);
 
 // Batch grouping (spec §6.3): order = stable argsort of `lens` (ascending,

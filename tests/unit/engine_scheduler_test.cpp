@@ -40,6 +40,70 @@ TEST(AdmitTest, GroupedStartsWholeLowestGroupOnlyWhenIdle) {
   EXPECT_EQ(Admit(s, lim), (std::vector<size_t>{0, 2}));
 }
 
+TEST(AdmitTest, KvMemoryAdmitsFifoWhileReservationsFit) {
+  std::vector<SeqView> s = {Seq(SeqState::kDecode), Seq(SeqState::kWaiting), Seq(SeqState::kWaiting),
+                            Seq(SeqState::kWaiting)};
+  s[0].kv_bytes = 400;  // active: reserved
+  s[1].kv_bytes = 300;
+  s[2].kv_bytes = 500;  // does not fit after s[1]: admission stops (no overtaking by s[3])
+  s[3].kv_bytes = 100;
+  SchedulerLimits lim;
+  lim.kv_memory = 1000;
+  EXPECT_EQ(Admit(s, lim), (std::vector<size_t>{1}));
+  lim.kv_memory = 1200;  // exactly 400 + 300 + 500
+  EXPECT_EQ(Admit(s, lim), (std::vector<size_t>{1, 2}));
+  lim.kv_memory = 699;   // s[1] alone would exceed it
+  EXPECT_TRUE(Admit(s, lim).empty());
+  s[0].state = SeqState::kFinished;  // a finished sequence holds nothing
+  EXPECT_EQ(Admit(s, lim), (std::vector<size_t>{1}));
+  lim.kv_memory = 0;  // no limit
+  EXPECT_EQ(Admit(s, lim), (std::vector<size_t>{1, 2, 3}));
+}
+
+TEST(PlanStepTest, MixedStepCarriesDecodesAndPrefillChunks) {
+  std::vector<SeqView> s = {Seq(SeqState::kPrefill, 1000, 0), Seq(SeqState::kDecode),
+                            Seq(SeqState::kPrefill, 300, 100), Seq(SeqState::kDecode)};
+  SchedulerLimits lim;
+  lim.n_ubatch = 512;
+  lim.n_batch = 600;
+  lim.mixed = true;
+  StepPlan p = PlanStep(s, lim);
+  EXPECT_TRUE(p.prefill);
+  ASSERT_EQ(p.items.size(), 4u);
+  // Index order; the two decodes take 2 of the 600 tokens, the prefill chunks the rest.
+  EXPECT_EQ(p.items[0].seq, 0u);
+  EXPECT_TRUE(p.items[0].prefill);
+  EXPECT_EQ(p.items[0].count, 512);
+  EXPECT_EQ(p.items[1].seq, 1u);
+  EXPECT_FALSE(p.items[1].prefill);
+  EXPECT_EQ(p.items[1].count, 1);
+  EXPECT_EQ(p.items[2].seq, 2u);
+  EXPECT_TRUE(p.items[2].prefill);
+  EXPECT_EQ(p.items[2].begin, 100);
+  EXPECT_EQ(p.items[2].count, 598 - 512);
+  EXPECT_FALSE(p.items[2].completes_prefill);
+  EXPECT_EQ(p.items[3].seq, 3u);
+  EXPECT_FALSE(p.items[3].prefill);
+  EXPECT_EQ(p.tokens(), 600);
+  // Unmixed, the same state runs prefill only and the decodes wait.
+  lim.mixed = false;
+  p = PlanStep(s, lim);
+  for (const StepItem& it : p.items) EXPECT_TRUE(it.prefill);
+  // Mixed with no prefill left: a plain decode step.
+  lim.mixed = true;
+  s[0].state = s[2].state = SeqState::kDecode;
+  p = PlanStep(s, lim);
+  EXPECT_FALSE(p.prefill);
+  EXPECT_EQ(p.items.size(), 4u);
+  // More decodes than n_batch: a prefill chunk still gets one token.
+  lim.n_batch = 2;
+  s[0] = Seq(SeqState::kPrefill, 10, 0);
+  p = PlanStep(s, lim);
+  ASSERT_EQ(p.items.size(), 4u);
+  EXPECT_TRUE(p.items[0].prefill);
+  EXPECT_EQ(p.items[0].count, 1);
+}
+
 TEST(PlanStepTest, PrefillChunksRespectUbatchAndBatch) {
   std::vector<SeqView> s = {Seq(SeqState::kPrefill, 1000, 0), Seq(SeqState::kDecode),
                             Seq(SeqState::kPrefill, 300, 100), Seq(SeqState::kPrefill, 50, 0)};
