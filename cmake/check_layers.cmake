@@ -22,7 +22,7 @@ if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source tree> -P check_layers.cmake")
 endif()
 
-set(order util tensor io tokenizer kernels kv_storage model kv kv_policies steer engine eval apps)
+set(order util tensor io tokenizer kernels kv_storage model kv kv_policies steer engine eval serve apps)
 # Public headers below engine: sequence_hooks.h declares the per-sequence
 # hook interface over kv and model types; steer implements it, engine calls it.
 # steering.h is SteeringConfig, which the steer layer's hooks read.

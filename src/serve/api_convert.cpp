@@ -1,0 +1,112 @@
+// ParsedRequest -> engine Request; see api_convert.h.
+#include "serve/api_convert.h"
+
+#include <string>
+
+namespace skipkv::serve {
+namespace {
+
+ApiError Bad(std::string param, std::string message) {
+  ApiError e;
+  e.param = std::move(param);
+  e.message = std::move(message);
+  return e;
+}
+
+// MakePreset's messages speak of the CLI's --set; here the field is kv.FIELD.
+std::string WithoutSetPrefix(std::string m) {
+  for (const std::string prefix : {"--set ", "--set: "}) {
+    if (m.rfind(prefix, 0) == 0) return m.substr(prefix.size());
+  }
+  return m;
+}
+
+}  // namespace
+
+ConvertOutcome ToEngineRequest(const ParsedRequest& p, const ConvertLimits& limits) {
+  ConvertOutcome out;
+  Request r;
+  if (p.endpoint == Endpoint::kChat) {
+    r.chat = true;
+    for (const auto& [role, content] : p.messages) r.messages.push_back({role, content});
+  } else {
+    r.prompt = p.prompt;
+    r.prompt_tokens = p.prompt_tokens;
+  }
+  const int64_t max_tokens =
+      p.max_tokens.value_or(limits.default_max_tokens > 0 ? limits.default_max_tokens : limits.n_ctx);
+  if (max_tokens > limits.n_ctx) {
+    out.error = Bad(p.max_tokens ? "max_tokens" : "", "max_tokens " + std::to_string(max_tokens) +
+                                                          " exceeds the model's context of " +
+                                                          std::to_string(limits.n_ctx) + " tokens");
+    return out;
+  }
+  r.max_new_tokens = static_cast<int>(max_tokens);
+  r.sampling.temperature = static_cast<float>(p.temperature);
+  r.sampling.top_p = static_cast<float>(p.top_p);
+  r.sampling.seed = p.seed.value_or(limits.default_seed);
+  r.stop = p.stop;
+  if (p.kv) {
+    const KvSpec& kv = *p.kv;
+    if (kv.preset.find_first_of("=.") != std::string::npos) {
+      out.error = Bad("kv.policy", "kv.policy must be a method preset name, got '" + kv.preset + "'");
+      return out;
+    }
+    // Scoped overrides ("PRESET.FIELD=VALUE"), so a field the preset's policy
+    // does not use is refused rather than ignored.
+    std::vector<std::string> overrides;
+    for (const std::string& o : kv.overrides) {
+      if (o.rfind("grouping=", 0) == 0) {
+        out.error =
+            Bad("kv.grouping", "kv.grouping sorts a sweep's padded batches; the server runs ragged batches");
+        return out;
+      }
+      overrides.push_back(kv.preset + "." + o);
+    }
+    StatusOr<eval::MethodPreset> preset = eval::MakePreset(kv.preset, kv.budget, overrides);
+    if (!preset.ok()) {
+      std::string param = "kv";
+      const std::string m = preset.status().message();  // a copy: status() returns by value
+      if (m.find("unknown method") != std::string::npos) {
+        param = "kv.policy";
+      } else if (m.find("budget") != std::string::npos) {
+        param = "kv.budget";
+      } else {
+        for (const std::string& o : kv.overrides) {
+          const std::string field = o.substr(0, o.find('='));
+          if (m.find(field) != std::string::npos) param = "kv." + field;
+        }
+      }
+      out.error = Bad(param, "kv: " + WithoutSetPrefix(m));
+      return out;
+    }
+    if (preset->method.kv.policy == "full" && kv.budget > 0) {
+      out.error = Bad("kv.budget", "kv: the fullkv method keeps every slot and takes no budget");
+      return out;
+    }
+    r.method = preset->method;
+    out.preset = std::move(preset).value();
+  }
+  out.request = std::move(r);
+  return out;
+}
+
+ApiError ErrorFromStatus(const Status& st) {
+  ApiError e;
+  e.message = st.message();
+  switch (st.code()) {
+    case StatusCode::kInvalidArgument:
+      break;
+    case StatusCode::kOutOfRange:
+      if (st.message().find("does not fit the context") != std::string::npos)
+        e.code = "context_length_exceeded";
+      break;
+    default:
+      e.http_status = 500;
+      e.type = "server_error";
+      break;
+  }
+  return e;
+}
+
+}  // namespace skipkv::serve

@@ -1,0 +1,39 @@
+// A parsed OpenAI request (api_request.h) -> an engine Request: chat
+// messages through the engine's chat template, sampling fields, the method
+// from the "kv" extension (src/eval/presets.h), and the limits that need the
+// model (max_tokens against the context).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "eval/presets.h"
+#include "serve/api_request.h"
+#include "skipkv/engine.h"
+
+namespace skipkv::serve {
+
+struct ConvertLimits {
+  int64_t n_ctx = 0;               // the engine's context (ModelInfo::context_length)
+  int64_t default_max_tokens = 0;  // when the request gives none (0 = n_ctx: until the context ends)
+  uint64_t default_seed = 0;       // when the request gives none
+};
+
+struct ConvertOutcome {
+  std::optional<Request> request;
+  std::optional<eval::MethodPreset> preset;  // set when the request carried "kv"
+  ApiError error;
+  bool ok() const { return request.has_value(); }
+};
+
+// max_tokens above n_ctx is a 400 (param max_tokens); a bad "kv" (unknown
+// preset or field, bad value, budget <= window, ...) is a 400 naming
+// kv.<field> with MakePreset's message.
+ConvertOutcome ToEngineRequest(const ParsedRequest& p, const ConvertLimits& limits);
+
+// The HTTP error for a Status from Engine validation / ServingEngine::Submit:
+// InvalidArgument and OutOfRange are 400s (a prompt that does not fit the
+// context gets code "context_length_exceeded"), anything else a 500.
+ApiError ErrorFromStatus(const Status& st);
+
+}  // namespace skipkv::serve

@@ -1,0 +1,255 @@
+// The server's request parsing and validation (untrusted JSON), the
+// conversion to engine requests (method presets from the "kv" extension),
+// OpenAI-shaped errors and responses, Prometheus rendering and memory sizes.
+// No model and no sockets.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "serve/api_convert.h"
+#include "serve/api_request.h"
+#include "serve/api_response.h"
+#include "serve/metrics.h"
+#include "serve/server.h"
+
+namespace skipkv::serve {
+namespace {
+
+using json = nlohmann::json;
+
+ParsedRequest MustParse(const std::string& body, Endpoint ep = Endpoint::kChat) {
+  ParseOutcome o = ParseRequest(body, ep);
+  EXPECT_TRUE(o.ok()) << o.error.message;
+  return o.ok() ? *o.request : ParsedRequest{};
+}
+
+// The error of a body that must fail, with its param checked.
+ApiError MustFail(const std::string& body, const std::string& param, Endpoint ep = Endpoint::kChat) {
+  ParseOutcome o = ParseRequest(body, ep);
+  EXPECT_FALSE(o.ok()) << body;
+  EXPECT_EQ(o.error.param, param) << body << " -> " << o.error.message;
+  EXPECT_EQ(o.error.http_status, 400) << body;
+  return o.error;
+}
+
+TEST(ServeParseTest, ChatFieldsAreRead) {
+  ParsedRequest p = MustParse(R"({"model":"m","messages":[{"role":"system","content":"be brief"},
+      {"role":"user","content":[{"type":"text","text":"Hi "},{"type":"text","text":"there"}]}],
+      "max_tokens":12,"temperature":0,"top_p":0.5,"seed":7,"stop":["\n","END"],"stream":true,
+      "stream_options":{"include_usage":true},"kv":{"policy":"rkv","budget":64,"window":8,"sim_threshold":0.9,
+      "pss_include_prompt":true},"unknown_field":[1,2]})");
+  EXPECT_EQ(p.model, "m");
+  ASSERT_EQ(p.messages.size(), 2u);
+  EXPECT_EQ(p.messages[0], (std::pair<std::string, std::string>{"system", "be brief"}));
+  EXPECT_EQ(p.messages[1].second, "Hi there");
+  EXPECT_EQ(p.max_tokens, 12);
+  EXPECT_EQ(p.temperature, 0.0);
+  EXPECT_EQ(p.top_p, 0.5);
+  EXPECT_EQ(p.seed, 7u);
+  EXPECT_EQ(p.stop, (std::vector<std::string>{"\n", "END"}));
+  EXPECT_TRUE(p.stream);
+  EXPECT_TRUE(p.include_usage);
+  ASSERT_TRUE(p.kv.has_value());
+  EXPECT_EQ(p.kv->preset, "rkv");
+  EXPECT_EQ(p.kv->budget, 64);
+  EXPECT_EQ(p.kv->overrides,
+            (std::vector<std::string>{"pss_include_prompt=true", "sim_threshold=0.9", "window=8"}));
+}
+
+TEST(ServeParseTest, CompletionPromptForms) {
+  EXPECT_EQ(MustParse(R"({"prompt":"abc"})", Endpoint::kCompletions).prompt, "abc");
+  EXPECT_EQ(MustParse(R"({"prompt":["abc"]})", Endpoint::kCompletions).prompt, "abc");
+  EXPECT_EQ(MustParse(R"({"prompt":[1,2,3]})", Endpoint::kCompletions).prompt_tokens,
+            (std::vector<int32_t>{1, 2, 3}));
+  MustFail(R"({"prompt":["a","b"]})", "prompt", Endpoint::kCompletions);
+  MustFail(R"({"prompt":[1,-2]})", "prompt[1]", Endpoint::kCompletions);
+  MustFail(R"({"prompt":[]})", "prompt", Endpoint::kCompletions);
+  MustFail(R"({"max_tokens":3})", "prompt", Endpoint::kCompletions);
+  // Defaults: OpenAI's temperature 1, no stream.
+  ParsedRequest p = MustParse(R"({"prompt":"x"})", Endpoint::kCompletions);
+  EXPECT_EQ(p.temperature, 1.0);
+  EXPECT_FALSE(p.stream);
+  EXPECT_FALSE(p.max_tokens.has_value());
+}
+
+TEST(ServeParseTest, BadBodiesAndWrongTypesNameTheField) {
+  EXPECT_NE(MustFail("{not json", "").message.find("not valid JSON"), std::string::npos);
+  EXPECT_NE(MustFail("[1,2]", "").message.find("must be a JSON object"), std::string::npos);
+  MustFail("", "");
+  MustFail(R"({"messages":"hi"})", "messages");
+  MustFail(R"({"messages":[]})", "messages");
+  MustFail(R"({})", "messages");
+  MustFail(R"({"messages":[{"role":"user"}]})", "messages[0].content");
+  MustFail(R"({"messages":[{"role":"robot","content":"x"}]})", "messages[0].role");
+  MustFail(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
+           "messages[0].content[0].type");
+  const std::string m = R"("messages":[{"role":"user","content":"x"}])";
+  EXPECT_NE(MustFail("{" + m + R"(,"max_tokens":"12"})", "max_tokens")
+                .message.find("must be an integer, got string"),
+            std::string::npos);
+  MustFail("{" + m + R"(,"max_tokens":0})", "max_tokens");
+  MustFail("{" + m + R"(,"max_tokens":1.5})", "max_tokens");
+  MustFail("{" + m + R"(,"max_tokens":99999999999})", "max_tokens");
+  MustFail("{" + m + R"(,"temperature":"hot"})", "temperature");
+  MustFail("{" + m + R"(,"temperature":2.5})", "temperature");
+  MustFail("{" + m + R"(,"top_p":0})", "top_p");
+  MustFail("{" + m + R"(,"seed":-1})", "seed");
+  MustFail("{" + m + R"(,"stop":["a","b","c","d","e"]})", "stop");
+  MustFail("{" + m + R"(,"stop":[""]})", "stop[0]");
+  MustFail("{" + m + R"(,"stop":5})", "stop");
+  MustFail("{" + m + R"(,"stream":"yes"})", "stream");
+  MustFail("{" + m + R"(,"stream_options":{"include_usage":true}})", "stream_options");
+  MustFail("{" + m + R"(,"n":2})", "n");
+  MustFail("{" + m + R"(,"logprobs":true})", "logprobs");
+  MustFail("{" + m + R"(,"presence_penalty":0.5})", "presence_penalty");
+  MustFail("{" + m + R"(,"model":5})", "model");
+  MustFail("{" + m + R"(,"kv":"rkv"})", "kv");
+  MustFail("{" + m + R"(,"kv":{"budget":64}})", "kv.policy");
+  MustFail("{" + m + R"(,"kv":{"policy":"rkv","budget":"64"}})", "kv.budget");
+  MustFail("{" + m + R"(,"kv":{"policy":"rkv","budget":0}})", "kv.budget");
+  MustFail("{" + m + R"(,"kv":{"policy":"rkv","budget":64,"window":"8"}})", "kv.window");
+  // Accepted: explicit nulls and false for refused features.
+  MustParse("{" + m + R"(,"logprobs":false,"stop":null,"max_tokens":null,"n":1})");
+  // Over the size limit: 413.
+  ParseOutcome big = ParseRequest(std::string(100, ' '), Endpoint::kChat, 50);
+  EXPECT_EQ(big.error.http_status, 413);
+}
+
+TEST(ServeConvertTest, MethodsFromPresetsAndLimits) {
+  ConvertLimits lim;
+  lim.n_ctx = 512;
+  lim.default_seed = 99;
+  ParsedRequest p = MustParse(R"({"messages":[{"role":"user","content":"x"}],"max_tokens":20,"temperature":0,
+      "kv":{"policy":"skipkv","budget":64,"window":8,"interval":16,"sim_threshold":0.8}})");
+  ConvertOutcome c = ToEngineRequest(p, lim);
+  ASSERT_TRUE(c.ok()) << c.error.message;
+  EXPECT_TRUE(c.request->chat);
+  ASSERT_EQ(c.request->messages.size(), 1u);
+  EXPECT_EQ(c.request->max_new_tokens, 20);
+  EXPECT_EQ(c.request->sampling.temperature, 0.f);
+  EXPECT_EQ(c.request->sampling.seed, 99u);
+  ASSERT_TRUE(c.request->method.has_value());
+  EXPECT_EQ(c.request->method->kv.policy, "skipkv");
+  EXPECT_EQ(c.request->method->kv.budget, 64);
+  EXPECT_EQ(c.request->method->kv.window, 8);
+  EXPECT_EQ(c.request->method->kv.interval, 16);
+  EXPECT_FLOAT_EQ(c.request->method->kv.skipkv.sim_threshold, 0.8f);
+  EXPECT_EQ(c.preset->preset, "skipkv");
+
+  auto fails = [&](const std::string& body, const std::string& param, const std::string& words) {
+    ConvertOutcome o = ToEngineRequest(MustParse(body), lim);
+    ASSERT_FALSE(o.ok()) << body;
+    EXPECT_EQ(o.error.param, param) << o.error.message;
+    EXPECT_NE(o.error.message.find(words), std::string::npos) << o.error.message;
+  };
+  const std::string m = R"({"messages":[{"role":"user","content":"x"}])";
+  fails(m + R"(,"max_tokens":513})", "max_tokens", "exceeds the model's context of 512");
+  fails(m + R"(,"kv":{"policy":"nope","budget":64}})", "kv.policy", "unknown method 'nope'");
+  fails(m + R"(,"kv":{"policy":"rkv","budget":8,"window":8}})", "kv.budget", "budget");
+  fails(m + R"(,"kv":{"policy":"rkv"}})", "kv.budget", "budget");
+  fails(m + R"(,"kv":{"policy":"rkv","budget":64,"sim_threshold":0.5}})", "kv.sim_threshold",
+        "sim_threshold");
+  fails(m + R"(,"kv":{"policy":"rkv","budget":64,"colour":1}})", "kv.colour", "unknown field 'colour'");
+  fails(m + R"(,"kv":{"policy":"full","budget":64}})", "kv.budget", "no budget");
+  // "full" is fullkv; no max_tokens: up to the context.
+  ConvertOutcome f = ToEngineRequest(MustParse(m + R"(,"kv":{"policy":"full"}})"), lim);
+  ASSERT_TRUE(f.ok()) << f.error.message;
+  EXPECT_EQ(f.request->method->kv.policy, "full");
+  EXPECT_EQ(f.request->max_new_tokens, 512);
+}
+
+TEST(ServeConvertTest, StatusMapsToHttpErrors) {
+  ApiError e = ErrorFromStatus(OutOfRange("prompt of 600 tokens does not fit the context of 512 positions"));
+  EXPECT_EQ(e.http_status, 400);
+  EXPECT_EQ(e.code, "context_length_exceeded");
+  EXPECT_EQ(ErrorFromStatus(InvalidArgument("x")).http_status, 400);
+  EXPECT_EQ(ErrorFromStatus(Internal("x")).http_status, 500);
+}
+
+TEST(ServeResponseTest, ShapesFollowOpenAi) {
+  ApiError e;
+  e.param = "max_tokens";
+  e.message = "bad";
+  json err = json::parse(ErrorJson(e));
+  EXPECT_EQ(err["error"]["message"], "bad");
+  EXPECT_EQ(err["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(err["error"]["param"], "max_tokens");
+  EXPECT_TRUE(err["error"]["code"].is_null());
+
+  GenerationResult r;
+  r.prompt_tokens = {1, 2, 3};
+  r.tokens = {4, 5};
+  r.text = "hi";
+  r.finish = FinishReason::kContext;
+  r.method.kv.policy = "rkv";
+  r.method.kv.budget = 64;
+  r.kv.compressions = 3;
+  ResponseInfo info{Endpoint::kChat, "chatcmpl-1", 1700000000, "stories"};
+  json c = json::parse(CompletionJson(info, r, "rkv"));
+  EXPECT_EQ(c["object"], "chat.completion");
+  EXPECT_EQ(c["choices"][0]["message"]["content"], "hi");
+  EXPECT_EQ(c["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(c["usage"]["total_tokens"], 5);
+  EXPECT_EQ(c["kv"]["compressions"], 3);
+  EXPECT_EQ(c["kv"]["method"]["policy"], "rkv");
+  EXPECT_EQ(c["kv"]["preset"], "rkv");
+  json first = json::parse(ChunkJson(info, "", true, nullptr, true));
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_TRUE(first["usage"].is_null());
+  json last = json::parse(ChunkJson(info, "", false, "stop", false));
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+  EXPECT_FALSE(last.contains("usage"));
+  json usage = json::parse(UsageChunkJson(info, r, ""));
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 2);
+  info.endpoint = Endpoint::kCompletions;
+  json t = json::parse(ChunkJson(info, "ab", false, nullptr, false));
+  EXPECT_EQ(t["object"], "text_completion");
+  EXPECT_EQ(t["choices"][0]["text"], "ab");
+  EXPECT_EQ(SseEvent("{}"), "data: {}\n\n");
+}
+
+TEST(ServeMetricsTest, PrometheusTextWithCumulativeHistogram) {
+  Metrics m;
+  m.ObserveTtft(0.003);
+  m.ObserveTtft(0.2);
+  m.ObserveTtft(100);
+  m.CountRequest("/v1/completions", 200);
+  m.CountRequest("/v1/completions", 200);
+  m.CountRequest("/v1/completions", 400);
+  ServingStats st;
+  st.kv_allocated_bytes = 1234;
+  st.waiting = 2;
+  st.compressions = 9;
+  const std::string text = m.Render(st, 3);
+  auto has = [&](const std::string& line) {
+    EXPECT_NE(text.find(line + "\n"), std::string::npos) << "missing: " << line << "\n" << text;
+  };
+  has("skipkv_http_requests_total{endpoint=\"/v1/completions\",code=\"200\"} 2");
+  has("skipkv_http_requests_total{endpoint=\"/v1/completions\",code=\"400\"} 1");
+  has("skipkv_kv_allocated_bytes 1234");
+  has("skipkv_kv_compressions_total 9");
+  has("skipkv_queue_length 5");
+  has("skipkv_ttft_seconds_bucket{le=\"0.005\"} 1");
+  has("skipkv_ttft_seconds_bucket{le=\"0.25\"} 2");
+  has("skipkv_ttft_seconds_bucket{le=\"30\"} 2");
+  has("skipkv_ttft_seconds_bucket{le=\"+Inf\"} 3");
+  has("skipkv_ttft_seconds_count 3");
+  has("# TYPE skipkv_ttft_seconds histogram");
+}
+
+TEST(ServeOptionsTest, ByteSizes) {
+  EXPECT_EQ(*ParseByteSize("2GiB"), size_t{2} << 30);
+  EXPECT_EQ(*ParseByteSize("512MiB"), size_t{512} << 20);
+  EXPECT_EQ(*ParseByteSize("1.5K"), 1536u);
+  EXPECT_EQ(*ParseByteSize("1000000"), 1000000u);
+  EXPECT_EQ(*ParseByteSize("3MB"), 3000000u);
+  for (const char* bad : {"", "GiB", "2 GiB", "2XB", "-1", "1.2.3", "0"}) {
+    EXPECT_FALSE(ParseByteSize(bad).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace skipkv::serve
