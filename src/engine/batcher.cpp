@@ -242,7 +242,8 @@ void Batcher::InstallHooks(const StepPlan& plan, ForwardBatch* batch) {
       step.compresses = s.compressor->Scheduled(step.l_before, step.l_after, step.kind);
       s.hooks->BeforeForward(step);
       hooked_.push_back({s.hooks.get(), row, item.count});
-      for (int layer = 0; layer < e_.model->config().n_layers && !residual; ++layer) {
+      // Layers 0..n_layers (n_layers: the hook after the last layer).
+      for (int layer = 0; layer <= e_.model->config().n_layers && !residual; ++layer) {
         residual = s.hooks->WantsResidual(layer);
       }
       final_hidden = final_hidden || s.hooks->WantsFinalHidden();

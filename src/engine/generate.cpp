@@ -12,7 +12,8 @@
 namespace skipkv {
 
 StatusOr<std::vector<GenerationResult>> Engine::Impl::Generate(std::span<const Request> requests,
-                                                               const TokenCallback& cb) {
+                                                               const TokenCallback& cb,
+                                                               const FinishedCallback& on_finished) {
   engine::BatcherOptions bo;
   bo.padded = options.kv.pad_policy == PadPolicy::kPadded;
   bo.max_active = options.batch_size;
@@ -48,7 +49,10 @@ StatusOr<std::vector<GenerationResult>> Engine::Impl::Generate(std::span<const R
   std::vector<GenerationResult> results(requests.size());
   while (true) {
     SKIPKV_ASSIGN_OR_RETURN(bool ran, batcher.Step());
-    for (auto& s : batcher.TakeFinished()) results[s->index] = std::move(s->result);
+    for (auto& s : batcher.TakeFinished()) {
+      if (on_finished) on_finished(s->result);  // as each request ends (after the step that ended it)
+      results[s->index] = std::move(s->result);
+    }
     if (!ran && batcher.idle()) break;
     if (!ran) return Internal("generation stalled with " + std::to_string(batcher.waiting()) + " waiting requests");
   }
