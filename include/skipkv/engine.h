@@ -98,6 +98,13 @@ struct Request {
   // The method this request runs (skipkv/method.h); unset = the engine's
   // (EngineOptions::kv). Its pad policy and trace are the engine's.
   std::optional<MethodConfig> method;
+  // Teacher forcing (skipkv eval fidelity): when non-empty, generated token i
+  // is forced_tokens[i] instead of a sampled one — the sampler is not used,
+  // end-of-generation ids and stop strings do not end the request — and the
+  // request ends (kLength) after min(max_new_tokens, forced_tokens.size())
+  // tokens. The KV cache is compressed exactly as in free generation. Ids
+  // must lie in the vocabulary.
+  std::vector<int32_t> forced_tokens;
 };
 
 enum class FinishReason {
@@ -172,6 +179,17 @@ struct TokenEvent {
 };
 using TokenCallback = std::function<bool(const TokenEvent&)>;
 
+// Called with a request's next-token logits each time they are computed
+// (after its prompt, then after each fed token), before the next token is
+// chosen: step = tokens generated so far (0 = after the prompt). `logits`
+// spans the tokenizer's vocabulary and is valid only during the call.
+struct LogitsEvent {
+  size_t index;  // request index
+  int64_t step;
+  std::span<const float> logits;
+};
+using LogitsCallback = std::function<void(const LogitsEvent&)>;
+
 // ---- Perplexity -------------------------------------------------------------------
 
 struct PerplexityOptions {
@@ -233,8 +251,10 @@ class Engine {
   // Every request is validated first (ValidateRequest, plus the padded-mode
   // pad-length check); the first failure is returned, naming the request,
   // before any work. The callback, if any, sees every token as produced.
+  // `on_logits`, if any, sees every request's next-token logits (LogitsEvent).
   StatusOr<std::vector<GenerationResult>> Generate(std::span<const Request> requests,
-                                                   const TokenCallback& on_token = nullptr);
+                                                   const TokenCallback& on_token = nullptr,
+                                                   const LogitsCallback& on_logits = nullptr);
 
   // Installs the per-request hooks factory used by later Generate calls
   // (nullptr removes it). See skipkv/sequence_hooks.h.

@@ -66,7 +66,8 @@ struct Sequence {
 
 class GenerationRun {
  public:
-  GenerationRun(Engine::Impl& engine, const TokenCallback& cb) : e_(engine), cb_(cb) {}
+  GenerationRun(Engine::Impl& engine, const TokenCallback& cb, const LogitsCallback& on_logits)
+      : e_(engine), cb_(cb), on_logits_(on_logits) {}
 
   // Tokenizes and validates everything, builds the sequences. No model work.
   Status Prepare(std::span<const Request> requests);
@@ -87,6 +88,7 @@ class GenerationRun {
 
   Engine::Impl& e_;
   const TokenCallback& cb_;
+  const LogitsCallback& on_logits_;
   bool padded_ = false;
   std::vector<Sequence> seqs_;
   std::shared_ptr<KvTraceWriter> trace_;
@@ -180,7 +182,8 @@ Status GenerationRun::Start(Sequence& s) {
   // decoded in context (SentencePiece drops a leading space only right
   // after BOS; a character may straddle the prompt's end).
   for (int32_t t : s.prompt) (void)s.detok->Push(t);
-  s.stop = engine::StopMatcher(r.stop);
+  // Teacher-forced requests ignore stop strings (they end with their forced tokens).
+  s.stop = engine::StopMatcher(r.forced_tokens.empty() ? r.stop : std::vector<std::string>{});
   s.history = s.prompt;
   s.history.reserve(static_cast<size_t>(std::min<int64_t>(s.prompt.size() + r.max_new_tokens, e_.n_ctx)));
   s.result.index = s.index;
@@ -247,7 +250,8 @@ void GenerationRun::Emit(Sequence& s, int32_t token, const std::string& text) {
 
 void GenerationRun::Accept(Sequence& s, int32_t token) {
   const Request& r = *s.request;
-  if (!r.ignore_eos && e_.tokenizer->IsEndOfGeneration(token)) {
+  const bool forced = !r.forced_tokens.empty();
+  if (!r.ignore_eos && !forced && e_.tokenizer->IsEndOfGeneration(token)) {
     if (s.hooks) s.hooks->OnToken(token, {});
     Finish(s, FinishReason::kEos);
     return;
@@ -263,7 +267,8 @@ void GenerationRun::Accept(Sequence& s, int32_t token) {
   if (s.stop.matched()) {
     s.result.stop_string = s.stop.matched_string();
     Finish(s, FinishReason::kStopString);
-  } else if (static_cast<int64_t>(s.result.tokens.size()) >= r.max_new_tokens) {
+  } else if (static_cast<int64_t>(s.result.tokens.size()) >= r.max_new_tokens ||
+             (forced && s.result.tokens.size() >= r.forced_tokens.size())) {
     Finish(s, FinishReason::kLength);
   } else if (s.l - s.pad_len >= e_.n_ctx) {
     Finish(s, FinishReason::kContext);  // the token would be fed at position l − Δpad
@@ -400,7 +405,11 @@ Status GenerationRun::Run() {
       if (plan.prefill) s.state = engine::SeqState::kDecode;
       const float* row = out->LastRow(static_cast<int>(k));
       SKIPKV_CHECK(row != nullptr);
-      const int32_t token = s.sampler->Sample(std::span<const float>(row, vocab), s.history);
+      const std::span<const float> logits(row, vocab);
+      const int64_t step = static_cast<int64_t>(s.result.tokens.size());
+      if (on_logits_) on_logits_(LogitsEvent{s.index, step, logits});
+      const std::vector<int32_t>& forced = s.request->forced_tokens;
+      const int32_t token = forced.empty() ? s.sampler->Sample(logits, s.history) : forced[step];
       Accept(s, token);
     }
   }
@@ -418,8 +427,9 @@ std::vector<GenerationResult> GenerationRun::TakeResults() {
 }  // namespace
 
 StatusOr<std::vector<GenerationResult>> Engine::Impl::Generate(std::span<const Request> requests,
-                                                               const TokenCallback& cb) {
-  GenerationRun run(*this, cb);
+                                                               const TokenCallback& cb,
+                                                               const LogitsCallback& on_logits) {
+  GenerationRun run(*this, cb, on_logits);
   SKIPKV_RETURN_IF_ERROR(run.Prepare(requests));
   SKIPKV_RETURN_IF_ERROR(run.Run());
   return run.TakeResults();
