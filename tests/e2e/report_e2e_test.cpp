@@ -214,10 +214,11 @@ TEST(EvalReportE2eTest, BothPagesRenderInHeadlessChromium) {
 }
 
 TEST(EvalFidelityE2eTest, FullKvAgreesAndASmallBudgetDoesNot) {
-  const CmdResult r = Skipkv("eval fidelity --text " + std::string(SKIPKV_DATA_DIR) +
-                             "/text/fidelity_story.txt --methods fullkv,rkv --budgets 32,4096 --set window=4 "
-                             "--set interval=16 -t 2 -o " +
-                             Dir() + "/fidelity.json");
+  const CmdResult r = Skipkv(
+      "eval fidelity --text " + std::string(SKIPKV_DATA_DIR) +
+      "/text/fidelity_story.txt --max-tokens 256 --methods fullkv,rkv --budgets 32,4096 --set window=4 "
+      "--set interval=16 -t 2 -o " +
+      Dir() + "/fidelity.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<nlohmann::json> rows;
   std::istringstream ss(r.out);
