@@ -66,8 +66,9 @@ struct Sequence {
 
 class GenerationRun {
  public:
-  GenerationRun(Engine::Impl& engine, const TokenCallback& cb, const LogitsCallback& on_logits)
-      : e_(engine), cb_(cb), on_logits_(on_logits) {}
+  GenerationRun(Engine::Impl& engine, const TokenCallback& cb, const FinishedCallback& on_finished,
+                const LogitsCallback& on_logits)
+      : e_(engine), cb_(cb), on_finished_(on_finished), on_logits_(on_logits) {}
 
   // Tokenizes and validates everything, builds the sequences. No model work.
   Status Prepare(std::span<const Request> requests);
@@ -88,6 +89,7 @@ class GenerationRun {
 
   Engine::Impl& e_;
   const TokenCallback& cb_;
+  const FinishedCallback& on_finished_;
   const LogitsCallback& on_logits_;
   bool padded_ = false;
   std::vector<Sequence> seqs_;
@@ -308,6 +310,7 @@ void GenerationRun::Finish(Sequence& s, FinishReason why) {
     s.hooks.reset();
   }
   s.cache.reset();  // frees the slot memory for the next admitted request
+  if (on_finished_) on_finished_(s.result);
 }
 
 void GenerationRun::InstallHooks(const engine::StepPlan& plan, ForwardBatch* batch) {
@@ -326,7 +329,7 @@ void GenerationRun::InstallHooks(const engine::StepPlan& plan, ForwardBatch* bat
       step.compresses = s.compressor->Scheduled(step.l_before, step.l_after, step.kind);
       s.hooks->BeforeForward(step);
       hooked_.push_back({s.hooks.get(), row, item.count});
-      for (int layer = 0; layer < e_.model->config().n_layers && !residual; ++layer) {
+      for (int layer = 0; layer <= e_.model->config().n_layers && !residual; ++layer) {
         residual = s.hooks->WantsResidual(layer);
       }
       final_hidden = final_hidden || s.hooks->WantsFinalHidden();
@@ -428,8 +431,9 @@ std::vector<GenerationResult> GenerationRun::TakeResults() {
 
 StatusOr<std::vector<GenerationResult>> Engine::Impl::Generate(std::span<const Request> requests,
                                                                const TokenCallback& cb,
+                                                               const FinishedCallback& on_finished,
                                                                const LogitsCallback& on_logits) {
-  GenerationRun run(*this, cb, on_logits);
+  GenerationRun run(*this, cb, on_finished, on_logits);
   SKIPKV_RETURN_IF_ERROR(run.Prepare(requests));
   SKIPKV_RETURN_IF_ERROR(run.Run());
   return run.TakeResults();

@@ -131,7 +131,7 @@ StatusOr<FidelityResult> RunFidelity(Engine& engine, const std::string& text, co
     }
   };
   SKIPKV_ASSIGN_OR_RETURN(std::vector<GenerationResult> results,
-                          engine.Generate(requests, nullptr, on_logits));
+                          engine.Generate(requests, nullptr, nullptr, on_logits));
   for (size_t k = 0; k < n; ++k) {
     FidelityRow row;
     row.method = config.pairs[k].method.name;

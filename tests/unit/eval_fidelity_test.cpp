@@ -98,7 +98,7 @@ TEST(EvalFidelityTest, ForcedFullKvLogitsMatchThePerplexityPath) {
   r.max_new_tokens = 1000;  // the forced tokens end it
   double nll = 0;
   int64_t scored = 0;
-  auto res = engine->Generate(std::vector<Request>{r}, nullptr, [&](const LogitsEvent& e) {
+  auto res = engine->Generate(std::vector<Request>{r}, nullptr, nullptr, [&](const LogitsEvent& e) {
     const std::vector<double> lp = LogSoftmax(e.logits);
     nll -= lp[r.forced_tokens[e.step]];
     ++scored;
