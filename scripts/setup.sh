@@ -17,6 +17,8 @@ APT_PACKAGES=(
   libssl-dev zlib1g-dev libbrotli-dev
   curl                               # serve e2e tests: error cases, killed clients
   libgtest-dev libgmock-dev libbenchmark-dev
+  python3-matplotlib                 # `skipkv eval report` draws its plots with it (tools/report/)
+  chromium                           # report_e2e_test opens the HTML reports headless
 )
 # npm only fetches the pinned tokenizer packages; use the machine's if present.
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)

@@ -19,6 +19,7 @@
 //   tokens whose hidden rows repeat every 8 sentences, so T fills up), and
 //   reports their time apart: "sentences" = (bookkeeping per step + PSS
 //   per Δt steps) / decode time. The decode time excludes it.
+// `skipkv bench throughput` (Table 1) is bench_throughput.cpp.
 // Each test runs -r times after one warm-up; the table shows the median and
 // the spread (min..max); --json writes one JSON object per test.
 #include <algorithm>
@@ -34,6 +35,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_subcommands.h"
 #include "command_registry.h"
 #include "skipkv_options.h"
 #include "io/model_source.h"
@@ -453,7 +455,7 @@ int RunBench(BenchOptions o) {  // by value: thread counts are resolved in place
 CommandRegistrar reg(
     "bench", "Measure prefill, decode and batched-decode throughput (llama-bench style)", [](CLI::App& sub) {
       auto o = std::make_shared<BenchOptions>();
-      sub.add_option("-m,--model", o->model, "Model file (GGUF, HF directory or llama2.c checkpoint)")->required();
+      sub.add_option("-m,--model", o->model, "Model file (GGUF, HF directory or llama2.c checkpoint; required)");
       sub.add_option("-t,--threads", o->threads, "Thread counts to test (repeat or comma-separate)")
           ->delimiter(',')
           ->capture_default_str();
@@ -479,7 +481,16 @@ CommandRegistrar reg(
           ->capture_default_str();
       sub.add_option("--kv-interval", o->kv.interval, "Compression interval in tokens")->capture_default_str();
       o->skipkv_opts->Add(sub, &o->kv);
-      return [o] { return RunBench(*o); };
+      sub.require_subcommand(0, 1);
+      const BenchSubcommand throughput = AddBenchThroughput(sub);
+      return [o, throughput]() -> int {
+        if (throughput.app->parsed()) return throughput.run();
+        if (o->model.empty()) {
+          std::fprintf(stderr, "skipkv bench: -m/--model is required\n");
+          return 1;
+        }
+        return RunBench(*o);
+      };
     });
 
 }  // namespace

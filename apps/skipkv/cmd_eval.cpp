@@ -3,6 +3,8 @@
 //   skipkv eval grade FILE.jsonl           grade {"prediction", "reference"} lines
 //   skipkv eval merge -o ALL.jsonl A B ... join shard files (refuses mixed configurations)
 //   skipkv eval summary FILE...            metrics per (method, budget)
+//   skipkv eval fidelity --text FILE ...   teacher-forced agreement with FullKV (eval_fidelity.cpp)
+//   skipkv eval report DIR                 summary.md, report.html, eviction view (eval_report.cpp)
 // The work is src/eval (datasets, prompt, grader, presets, sweep, results).
 #include <unistd.h>
 
@@ -22,6 +24,7 @@
 #include "eval/presets.h"
 #include "eval/results.h"
 #include "eval/sweep.h"
+#include "eval_subcommands.h"
 #include "steer/steering_vector.h"
 #include "steer_options.h"
 
@@ -365,7 +368,12 @@ CommandRegistrar reg(
       CLI::App* summary = sub.add_subcommand("summary", "Metrics per (method, budget) of result files");
       summary->add_option("files", *summary_in, "Result files")->required();
 
+      const EvalSubcommand fidelity = AddEvalFidelity(sub);
+      const EvalSubcommand report = AddEvalReport(sub);
+
       return [=]() -> int {
+        if (fidelity.app->parsed()) return fidelity.run();
+        if (report.app->parsed()) return report.run();
         if (grade->parsed()) return RunGrade(*grade_path);
         if (merge->parsed()) return RunMerge(*merge_out, *merge_in, o->quiet);
         if (summary->parsed()) return RunSummary(*summary_in);

@@ -71,6 +71,30 @@ std::string FormatBytes(size_t b) {
   return buf;
 }
 
+// The text of every stream position (Δpad pads as "", then prompt and
+// generated ids), for the eviction view: each piece is what the id adds to
+// the decoded text of up to 8 ids before it (so SentencePiece's leading
+// spaces survive); the id decoded alone where that is not a plain suffix.
+nlohmann::json StreamPieces(const GenerationResult& r, const Engine& engine) {
+  std::vector<int32_t> ids = r.prompt_tokens;
+  ids.insert(ids.end(), r.tokens.begin(), r.tokens.end());
+  nlohmann::json pieces = nlohmann::json::array();
+  for (int64_t i = 0; i < r.kv.pad_len; ++i) pieces.push_back("");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const size_t from = i >= 8 ? i - 8 : 0;
+    const std::span<const int32_t> all(ids.data() + from, i + 1 - from);
+    auto before = engine.Detokenize(all.first(all.size() - 1));
+    auto with = engine.Detokenize(all);
+    if (before.ok() && with.ok() && with->size() >= before->size() && with->compare(0, before->size(), *before) == 0) {
+      pieces.push_back(with->substr(before->size()));
+    } else {
+      auto alone = engine.Detokenize(all.last(1));
+      pieces.push_back(alone.ok() ? *alone : std::string());
+    }
+  }
+  return pieces;
+}
+
 nlohmann::json ResultJson(const GenerationResult& r, const RunOptions& o, const Engine& engine) {
   const GenerationTimings& t = r.timings;
   const KvStats& kv = r.kv;
@@ -87,7 +111,7 @@ nlohmann::json ResultJson(const GenerationResult& r, const RunOptions& o, const 
     diagnostics["kv.penalized_evicted"] = kv.penalized_evicted;
     diagnostics["kv.penalized_evicted_per_compression"] = kv.penalized_evicted_per_compression;
   }
-  return {
+  nlohmann::json j = {
       {"method", nlohmann::json::parse(MethodJson(r.method))},
       {"diagnostics", diagnostics},
       {"index", r.index},
@@ -120,6 +144,8 @@ nlohmann::json ResultJson(const GenerationResult& r, const RunOptions& o, const 
         {"min_p", o.sampling.min_p}, {"repeat_penalty", o.sampling.repeat_penalty},
         {"repeat_last_n", o.sampling.repeat_last_n}, {"seed", o.sampling.seed}, {"max_new_tokens", o.n_predict}}},
   };
+  if (!o.kv.trace_path.empty()) j["stream_pieces"] = StreamPieces(r, engine);
+  return j;
 }
 
 void PrintSummary(const GenerationResult& r, size_t n_requests) {
@@ -296,7 +322,11 @@ CommandRegistrar reg("run", "Generate text (streams tokens; default: a story fro
       ->capture_default_str();
   o->skipkv.Add(sub, &o->kv);
   o->steer.Add(sub);
-  sub.add_option("--kv-trace", o->kv.trace_path, "Write the kept positions of every compression (JSONL)");
+  sub.add_option("--kv-trace", o->kv.trace_path,
+                 "Write the kept positions of every compression (JSONL); with --json each result line also "
+                 "carries stream_pieces (the text of every position) for `skipkv eval report --trace`");
+  sub.add_option("--kv-trace-layers", o->kv.trace_layers, "Layers the trace records, comma-separated (default: all)")
+      ->delimiter(',');
   sub.add_option("--batch-size", o->batch_size,
                  "ragged: most requests active at once; padded: rows per left-padded batch (0 = all)")
       ->capture_default_str();

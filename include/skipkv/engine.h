@@ -108,6 +108,13 @@ struct Request {
   // The method this request runs (skipkv/method.h); unset = the engine's
   // (EngineOptions::kv). Its pad policy and trace are the engine's.
   std::optional<MethodConfig> method;
+  // Teacher forcing (skipkv eval fidelity): when non-empty, generated token i
+  // is forced_tokens[i] instead of a sampled one — the sampler is not used,
+  // end-of-generation ids and stop strings do not end the request — and the
+  // request ends (kLength) after min(max_new_tokens, forced_tokens.size())
+  // tokens. The KV cache is compressed exactly as in free generation. Ids
+  // must lie in the vocabulary.
+  std::vector<int32_t> forced_tokens;
 };
 
 enum class FinishReason {
@@ -189,6 +196,17 @@ using TokenCallback = std::function<bool(const TokenEvent&)>;
 // persist each finished request at once (skipkv eval appends a row per sample).
 using FinishedCallback = std::function<void(const GenerationResult&)>;
 
+// Called with a request's next-token logits each time they are computed
+// (after its prompt, then after each fed token), before the next token is
+// chosen: step = tokens generated so far (0 = after the prompt). `logits`
+// spans the tokenizer's vocabulary and is valid only during the call.
+struct LogitsEvent {
+  size_t index;  // request index
+  int64_t step;
+  std::span<const float> logits;
+};
+using LogitsCallback = std::function<void(const LogitsEvent&)>;
+
 // ---- Perplexity -------------------------------------------------------------------
 
 struct PerplexityOptions {
@@ -250,10 +268,12 @@ class Engine {
   // Every request is validated first (ValidateRequest, plus the padded-mode
   // pad-length check); the first failure is returned, naming the request,
   // before any work. on_token, if any, sees every token as produced;
-  // on_finished, if any, every result as its request ends.
+  // on_finished, if any, every result as its request ends; on_logits, if
+  // any, every request's next-token logits (LogitsEvent).
   StatusOr<std::vector<GenerationResult>> Generate(std::span<const Request> requests,
                                                    const TokenCallback& on_token = nullptr,
-                                                   const FinishedCallback& on_finished = nullptr);
+                                                   const FinishedCallback& on_finished = nullptr,
+                                                   const LogitsCallback& on_logits = nullptr);
 
   // Installs the per-request hooks factory used by later Generate calls
   // (nullptr removes it). See skipkv/sequence_hooks.h.

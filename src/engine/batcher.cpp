@@ -17,8 +17,9 @@ bool IsActive(SeqState s) { return s == SeqState::kPrefill || s == SeqState::kDe
 
 }  // namespace
 
-Batcher::Batcher(Engine::Impl& engine, const BatcherOptions& options, const TokenCallback& cb)
-    : e_(engine), opts_(options), cb_(cb) {}
+Batcher::Batcher(Engine::Impl& engine, const BatcherOptions& options, const TokenCallback& cb,
+                 const LogitsCallback* on_logits)
+    : e_(engine), opts_(options), cb_(cb), on_logits_(on_logits) {}
 
 Status Batcher::OpenTrace() {
   if (!e_.options.kv.trace_path.empty() && !trace_) {
@@ -89,7 +90,8 @@ Status Batcher::Start(Sequence& s) {
   // decoded in context (SentencePiece drops a leading space only right
   // after BOS; a character may straddle the prompt's end).
   for (int32_t t : s.prompt) (void)s.detok->Push(t);
-  s.stop = StopMatcher(r.stop);
+  // Teacher-forced requests ignore stop strings (they end with their forced tokens).
+  s.stop = StopMatcher(r.forced_tokens.empty() ? r.stop : std::vector<std::string>{});
   s.history = s.prompt;
   s.history.reserve(static_cast<size_t>(std::min<int64_t>(s.prompt.size() + r.max_new_tokens, e_.n_ctx)));
   s.result.index = s.index;
@@ -156,7 +158,8 @@ void Batcher::Emit(Sequence& s, int32_t token, const std::string& text) {
 
 void Batcher::Accept(Sequence& s, int32_t token) {
   const Request& r = s.request;
-  if (!r.ignore_eos && e_.tokenizer->IsEndOfGeneration(token)) {
+  const bool forced = !r.forced_tokens.empty();
+  if (!r.ignore_eos && !forced && e_.tokenizer->IsEndOfGeneration(token)) {
     if (s.hooks) s.hooks->OnToken(token, {});
     Finish(s, FinishReason::kEos);
     return;
@@ -172,7 +175,8 @@ void Batcher::Accept(Sequence& s, int32_t token) {
   if (s.stop.matched()) {
     s.result.stop_string = s.stop.matched_string();
     Finish(s, FinishReason::kStopString);
-  } else if (static_cast<int64_t>(s.result.tokens.size()) >= r.max_new_tokens) {
+  } else if (static_cast<int64_t>(s.result.tokens.size()) >= r.max_new_tokens ||
+             (forced && s.result.tokens.size() >= r.forced_tokens.size())) {
     Finish(s, FinishReason::kLength);
   } else if (s.l - s.pad_len >= e_.n_ctx) {
     Finish(s, FinishReason::kContext);  // the token would be fed at position l − Δpad
@@ -370,7 +374,11 @@ StatusOr<bool> Batcher::Step() {
     if (item.prefill) s.state = SeqState::kDecode;
     const float* row = out->LastRow(static_cast<int>(k));
     SKIPKV_CHECK(row != nullptr);
-    const int32_t token = s.sampler->Sample(std::span<const float>(row, vocab), s.history);
+    const std::span<const float> logits(row, vocab);
+    const int64_t step = static_cast<int64_t>(s.result.tokens.size());
+    if (on_logits_ && *on_logits_) (*on_logits_)(LogitsEvent{s.index, step, logits});
+    const std::vector<int32_t>& forced = s.request.forced_tokens;
+    const int32_t token = forced.empty() ? s.sampler->Sample(logits, s.history) : forced[step];
     Accept(s, token);
   }
   Reap();

@@ -89,7 +89,9 @@ struct BatcherOptions {
 
 class Batcher {
  public:
-  Batcher(Engine::Impl& engine, const BatcherOptions& options, const TokenCallback& cb);
+  // on_logits (optional, must outlive the Batcher): every request's next-token logits.
+  Batcher(Engine::Impl& engine, const BatcherOptions& options, const TokenCallback& cb,
+          const LogitsCallback* on_logits = nullptr);
 
   // Opens the engine-wide eviction trace (EngineOptions::kv.trace_path), if any.
   Status OpenTrace();
@@ -146,6 +148,7 @@ class Batcher {
   Engine::Impl& e_;
   BatcherOptions opts_;
   const TokenCallback& cb_;
+  const LogitsCallback* on_logits_;
   std::vector<std::unique_ptr<Sequence>> seqs_;  // not finished (FIFO order)
   std::vector<std::unique_ptr<Sequence>> finished_;
   std::shared_ptr<KvTraceWriter> trace_;

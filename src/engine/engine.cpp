@@ -179,6 +179,12 @@ Status Engine::Impl::ValidateWithPrompt(const Request& r, const std::vector<int3
                              ", outside the vocabulary [0, " + std::to_string(vocab) + ")");
     }
   }
+  for (size_t i = 0; i < r.forced_tokens.size(); ++i) {
+    if (r.forced_tokens[i] < 0 || r.forced_tokens[i] >= vocab) {
+      return InvalidArgument("forced token " + std::to_string(i) + " is " + std::to_string(r.forced_tokens[i]) +
+                             ", outside the vocabulary [0, " + std::to_string(vocab) + ")");
+    }
+  }
   // The first generated token is fed at position len(prompt), which must exist.
   if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
     return OutOfRange("prompt of " + std::to_string(prompt.size()) + " tokens does not fit the context of " +
@@ -207,8 +213,9 @@ Status Engine::ValidateRequest(const Request& request) const {
 
 StatusOr<std::vector<GenerationResult>> Engine::Generate(std::span<const Request> requests,
                                                          const TokenCallback& on_token,
-                                                         const FinishedCallback& on_finished) {
-  return impl_->Generate(requests, on_token, on_finished);
+                                                         const FinishedCallback& on_finished,
+                                                         const LogitsCallback& on_logits) {
+  return impl_->Generate(requests, on_token, on_finished, on_logits);
 }
 
 void Engine::SetSequenceHooks(SequenceHooksFactory factory) { impl_->hooks_factory = std::move(factory); }

@@ -42,7 +42,8 @@ class Engine::Impl {
   int32_t PadToken() const;
 
   StatusOr<std::vector<GenerationResult>> Generate(std::span<const Request> requests, const TokenCallback& cb,
-                                                   const FinishedCallback& on_finished);
+                                                   const FinishedCallback& on_finished,
+                                                   const LogitsCallback& on_logits);
   StatusOr<PerplexityResult> Perplexity(const std::string& text, const PerplexityOptions& options,
                                         const PerplexityCallback& progress);
 

@@ -13,11 +13,12 @@ namespace skipkv {
 
 StatusOr<std::vector<GenerationResult>> Engine::Impl::Generate(std::span<const Request> requests,
                                                                const TokenCallback& cb,
-                                                               const FinishedCallback& on_finished) {
+                                                               const FinishedCallback& on_finished,
+                                                               const LogitsCallback& on_logits) {
   engine::BatcherOptions bo;
   bo.padded = options.kv.pad_policy == PadPolicy::kPadded;
   bo.max_active = options.batch_size;
-  engine::Batcher batcher(*this, bo, cb);
+  engine::Batcher batcher(*this, bo, cb, on_logits ? &on_logits : nullptr);
   std::vector<std::unique_ptr<engine::Sequence>> seqs(requests.size());
   std::vector<int64_t> lens(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
