@@ -23,6 +23,8 @@
 #include "eval/presets.h"
 #include "eval/results.h"
 #include "eval/sweep.h"
+#include "steer/steering_vector.h"
+#include "steer_options.h"
 
 namespace skipkv::cli {
 namespace {
@@ -127,9 +129,10 @@ struct SweepOptions {
   std::string output;
   std::string summary;
   bool quiet = false;
+  SteerOptions steer;  // the vector of the presets that steer (seal, rkv+sentence+steering, skipkv)
 };
 
-int RunSweepCommand(const SweepOptions& o) {
+int RunSweepCommand(SweepOptions& o) {
   if (o.dataset.empty()) return Fail("--dataset is required (gsm8k, math500, aime24 or a .jsonl file)");
   if (o.methods.empty()) return Fail("--methods is required (e.g. fullkv,rkv,skipkv)");
   if (o.output.empty()) return Fail("-o/--output is required (the results JSONL; a rerun resumes from it)");
@@ -168,16 +171,24 @@ int RunSweepCommand(const SweepOptions& o) {
       return Fail("--budgets: '" + b + "' is not an integer");
     }
   }
+  auto vector = o.steer.Vector();
+  if (!vector.ok()) return Fail(vector.status().message());
   for (const auto& m : SplitComma(o.methods)) {
-    auto probe = eval::MakePreset(m, budgets.empty() ? 1024 : budgets[0], o.overrides);
+    auto probe = eval::MakePreset(m, budgets.empty() ? 1024 : budgets[0], o.overrides, *vector);
     if (!probe.ok()) return Fail(probe.status().message());
     if (probe->full()) {
       c.pairs.push_back(*probe);
       continue;
     }
     if (budgets.empty()) return Fail("--budgets is required for method '" + m + "'");
+    if (probe->preset == "skipkv" && !vector->enabled && !o.quiet) {
+      std::fprintf(stderr,
+                   "skipkv eval: note: method '%s' runs without steering (no --steer): SkipKV's sentence "
+                   "scoring and grouping only\n",
+                   probe->method.name.c_str());
+    }
     for (int64_t b : budgets) {
-      auto p = eval::MakePreset(m, b, o.overrides);
+      auto p = eval::MakePreset(m, b, o.overrides, *vector);
       if (!p.ok()) return Fail(p.status().message());
       c.pairs.push_back(*p);
     }
@@ -199,6 +210,18 @@ int RunSweepCommand(const SweepOptions& o) {
   eo->chat_template = o.chat_template;
   auto engine = Engine::Create(*eo);
   if (!engine.ok()) return Fail(engine.status().ToString());
+  // The steering vector against the model, before anything is written (the
+  // engine would check it only when a batch with a steering method starts).
+  if (vector->enabled) {
+    auto cv = LoadSteeringVector(vector->file);
+    if (!cv.ok()) return Fail(cv.status().ToString());
+    for (const auto& p : c.pairs) {
+      if (!p.method.steer.enabled) continue;
+      const Status st = ValidateControlVectorForModel(*cv, vector->file, p.method.steer.layer,
+                                                      (*engine)->info().n_layers, (*engine)->info().d_model);
+      if (!st.ok()) return Fail("method '" + p.method.name + "': " + st.message());
+    }
+  }
   if (!o.quiet) {
     std::fprintf(
         stderr,
@@ -281,6 +304,7 @@ CommandRegistrar reg(
       sub.add_option("-o,--output", o->output, "Results JSONL (appended; a rerun resumes)");
       sub.add_option("--summary", o->summary, "Also write the metrics as a JSON file");
       sub.add_flag("-q,--quiet", o->quiet, "No progress or table on stderr");
+      o->steer.Add(sub, false);
 
       auto grade_path = std::make_shared<std::string>();
       CLI::App* grade = sub.add_subcommand(

@@ -2,14 +2,17 @@
 //
 // Stage 1 (skipped with --responses): greedy answers to the problems of a
 // MATH-style JSONL (fields "problem", "answer"), one user turn in the chat
-// template with SEAL's instruction, graded by a minimal \boxed{} match, each
+// template with SEAL's instruction, graded by skipkv eval's grader (R-KV's
+// answer extraction and math_equal, src/eval/math_equal.h), each
 // appended to <out>/generations.jsonl as soon as it is done; stops once N
 // correct and N incorrect answers exist.
 // Stage 2: the first N correct and first N incorrect responses (dataset order)
 // are teacher-forced (prompt + response as one prefill), their thought is
 // split at SPLIT tokens and classified (src/steer/thought_steps.h), and the
 // residual at each step's preceding SPLIT token is summed per category at the
-// input of every layer 1 .. n-1 into <out>/means.ckpt after every response.
+// input of every layer 1 .. n-1 and at the last layer's output (directions
+// 0 .. n-1; direction.0 is not written, llama.cpp rejects it) into
+// <out>/means.ckpt after every response.
 // Output: <out>/<prefix>{execution,reflection,transition}_avg_vector.gguf and
 // <out>/<prefix>steer_vector.gguf (V = execution - non-execution), as
 // llama.cpp control vectors (docs/steering.md).
@@ -28,6 +31,7 @@
 
 #include "command_registry.h"
 #include "engine_options.h"
+#include "eval/math_equal.h"
 #include "io/embedded/embedded_model.h"
 #include "io/model_source.h"
 #include "kv/skipkv_config.h"
@@ -58,37 +62,6 @@ constexpr const char* kInstruction =
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "skipkv steer-extract: %s\n", msg.c_str());
   return 1;
-}
-
-// The content of the last \boxed{...} (balanced braces); "" if none.
-std::string LastBoxed(const std::string& s) {
-  const size_t at = s.rfind("\\boxed{");
-  if (at == std::string::npos) return "";
-  int depth = 1;
-  for (size_t i = at + 7; i < s.size(); ++i) {
-    if (s[i] == '{') ++depth;
-    if (s[i] == '}' && --depth == 0) return s.substr(at + 7, i - at - 7);
-  }
-  return "";
-}
-
-// Minimal normalisation for the \boxed{} match: no spaces, no $ \left \right
-// \! , dfrac/tfrac -> frac, no trailing period.
-std::string NormalizeAnswer(std::string s) {
-  auto erase_all = [&](const std::string& what, const std::string& with) {
-    for (size_t p; (p = s.find(what)) != std::string::npos;) s.replace(p, what.size(), with);
-  };
-  erase_all("\\left", "");
-  erase_all("\\right", "");
-  erase_all("\\!", "");
-  erase_all("\\dfrac", "\\frac");
-  erase_all("\\tfrac", "\\frac");
-  std::string out;
-  for (char c : s) {
-    if (c != ' ' && c != '$' && c != '\n' && c != '\t') out += c;
-  }
-  while (!out.empty() && out.back() == '.') out.pop_back();
-  return out;
 }
 
 struct Generation {
@@ -222,8 +195,9 @@ StatusOr<bool> Generate(const ExtractOptions& o, Engine& engine, const std::stri
     SKIPKV_ASSIGN_OR_RETURN(std::vector<GenerationResult> res, engine.Generate(reqs));
     for (size_t k = 0; k < res.size(); ++k) {
       const Problem& p = problems[first + k];
-      const std::string pred = LastBoxed(res[k].text);
-      const bool correct = !pred.empty() && NormalizeAnswer(pred) == NormalizeAnswer(p.answer);
+      const eval::Grade grade = eval::GradeOutput(res[k].text, p.answer);
+      const std::string& pred = grade.extracted;
+      const bool correct = grade.equal;
       (correct ? n_ok : n_bad) += 1;
       nlohmann::json j = {{"index", first + k},        {"correct", correct},
                           {"pred", pred},              {"answer", p.answer},
@@ -297,7 +271,7 @@ int RunExtract(const ExtractOptions& o) {
   std::string signature;
   for (const Generation* g : picked) signature += std::to_string(g->index) + (g->correct ? "c " : "i ");
   const std::string sel_path = o.out_dir + "/selection.txt", ckpt = o.out_dir + "/means.ckpt";
-  CategoryMeans means(n_layers - 1, width);
+  CategoryMeans means(n_layers, width);
   if (std::filesystem::exists(ckpt)) {
     std::ifstream sf(sel_path);
     const std::string old((std::istreambuf_iterator<char>(sf)), std::istreambuf_iterator<char>());
@@ -307,7 +281,13 @@ int RunExtract(const ExtractOptions& o) {
     }
     auto m = CategoryMeans::Load(ckpt);
     if (!m.ok()) return Fail(m.status().ToString());
-    if (m->n_directions() != n_layers - 1 || m->width() != width) return Fail(ckpt + " was made for another model");
+    if (m->n_directions() != n_layers || m->width() != width) {
+      return Fail(ckpt + " holds " + std::to_string(m->n_directions()) + " directions of width " +
+                  std::to_string(m->width()) + ", this model needs " + std::to_string(n_layers) +
+                  " of width " + std::to_string(width) +
+                  " (another model, or an older checkpoint without the last layer's direction): delete it "
+                  "and " + sel_path + " to start stage 2 again");
+    }
     means = std::move(m).value();
   } else {
     std::ofstream sf(sel_path, std::ios::trunc);
@@ -373,7 +353,7 @@ int RunExtract(const ExtractOptions& o) {
   Status st = WriteControlVector(vpath, *diff, n_layers);
   if (!st.ok()) return Fail(st.ToString());
   std::printf("%s: V = execution - non-execution over %zu responses, direction.1..%d\n", vpath.c_str(),
-              picked.size(), n_layers - 2);
+              picked.size(), n_layers - 1);
   return 0;
 }
 

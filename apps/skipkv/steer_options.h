@@ -11,6 +11,9 @@
 //   --method seal          FullKV + SEAL steering (needs --steer, --kv-policy full)
 // Finish() turns them into the method's SteeringConfig and refuses options
 // that would be silently ignored.
+// `skipkv eval` adds the same options without --method and --no-steering
+// (Add(app, false)) and takes the vector with Vector(): the eval presets
+// decide per method whether it steers and with which strength.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -25,7 +28,8 @@ namespace skipkv::cli {
 
 class SteerOptions {
  public:
-  void Add(CLI::App& app) {
+  // run_options: also --no-steering and --method (run and bench).
+  void Add(CLI::App& app, bool run_options = true) {
     file_ = app.add_option("--steer", cfg_.file,
                            "Steering vector: a llama.cpp control-vector GGUF or a directory with SEAL's "
                            "*_avg_vector.gguf files (docs/steering.md)");
@@ -43,9 +47,26 @@ class SteerOptions {
                                        "SkipKV: update alpha at 'compression' steps (the authors' code) or at "
                                        "every 'sentence' close")
                             ->capture_default_str());
-    no_steering_ = app.add_flag("--no-steering", no_steering_flag_, "Ignore --steer (ablation)");
     no_assume_ = app.add_flag("--no-assume-think", no_assume_flag_, "Steer only after a <think> token (spec A13)");
+    if (!run_options) return;
+    no_steering_ = app.add_flag("--no-steering", no_steering_flag_, "Ignore --steer (ablation)");
     method_ = app.add_option("--method", method_name_, "Method preset: seal (FullKV + SEAL steering)");
+  }
+
+  // The vector and strengths as given (enabled = --steer FILE given; adaptive
+  // left false: the caller decides). Options that need --steer without it
+  // are refused.
+  StatusOr<SteeringConfig> Vector() {
+    if (file_->count() == 0) {
+      for (CLI::Option* o : Extra()) {
+        if (o->count()) return InvalidArgument(o->get_name() + " needs --steer FILE");
+      }
+      return SteeringConfig{};
+    }
+    SKIPKV_ASSIGN_OR_RETURN(cfg_.cadence, ParseSteerCadence(cadence_));
+    cfg_.enabled = true;
+    cfg_.assume_think = no_assume_->count() == 0;
+    return cfg_;
   }
 
   // Fills method->steer (and, for --method seal, its name) from the options;
@@ -91,7 +112,8 @@ class SteerOptions {
  private:
   std::vector<CLI::Option*> Extra() const {
     std::vector<CLI::Option*> v = adaptive_;
-    v.insert(v.end(), {layer_, coef_, no_steering_, no_assume_});
+    v.insert(v.end(), {layer_, coef_, no_assume_});
+    if (no_steering_ != nullptr) v.push_back(no_steering_);  // run and bench only
     return v;
   }
 

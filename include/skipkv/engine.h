@@ -69,6 +69,7 @@ struct ModelInfo {
   std::string architecture;  // "llama", "qwen2"
   std::string description;   // ModelConfig::ToString()
   int n_layers = 0;
+  int64_t d_model = 0;       // residual width (a steering vector's width must equal it)
   int n_heads = 0;
   int n_kv_heads = 0;
   int head_dim = 0;
@@ -172,6 +173,13 @@ struct TokenEvent {
 };
 using TokenCallback = std::function<bool(const TokenEvent&)>;
 
+// Called once per request as soon as it finishes (before Generate returns and
+// before the other requests of its batch end), with its complete result
+// (index = its position in the input span; text, timings, KV stats and
+// diagnostics final). Generate still returns every result. Lets a caller
+// persist each finished request at once (skipkv eval appends a row per sample).
+using FinishedCallback = std::function<void(const GenerationResult&)>;
+
 // ---- Perplexity -------------------------------------------------------------------
 
 struct PerplexityOptions {
@@ -232,9 +240,11 @@ class Engine {
   // eviction, kept and counted against the budget) and runs to completion.
   // Every request is validated first (ValidateRequest, plus the padded-mode
   // pad-length check); the first failure is returned, naming the request,
-  // before any work. The callback, if any, sees every token as produced.
+  // before any work. on_token, if any, sees every token as produced;
+  // on_finished, if any, every result as its request ends.
   StatusOr<std::vector<GenerationResult>> Generate(std::span<const Request> requests,
-                                                   const TokenCallback& on_token = nullptr);
+                                                   const TokenCallback& on_token = nullptr,
+                                                   const FinishedCallback& on_finished = nullptr);
 
   // Installs the per-request hooks factory used by later Generate calls
   // (nullptr removes it). See skipkv/sequence_hooks.h.

@@ -58,7 +58,9 @@ class SequenceHooks {
   // Residual stream at the input of `layer` (before its attention norm) for
   // this sequence's rows of the forward: rows[i] describes hidden row i,
   // hidden is [rows.size()][d_model] and may be modified (steering). Called
-  // only for layers where WantsResidual(layer) is true.
+  // only for layers where WantsResidual(layer) is true. layer is in
+  // [0, n_layers]: n_layers is the output of the last layer (the final
+  // norm's input).
   virtual bool WantsResidual(int layer) const { return false; }
   virtual void OnResidual(int layer, std::span<const BatchToken> rows, float* hidden) {}
 

@@ -102,6 +102,7 @@ StatusOr<std::unique_ptr<Engine::Impl>> Engine::Impl::Create(const EngineOptions
   info.architecture = ArchitectureName(cfg.arch);
   info.description = cfg.ToString();
   info.n_layers = cfg.n_layers;
+  info.d_model = cfg.d_model;
   info.n_heads = cfg.n_heads;
   info.n_kv_heads = cfg.n_kv_heads;
   info.head_dim = cfg.head_dim;
@@ -198,8 +199,9 @@ Status Engine::ValidateRequest(const Request& request) const {
 }
 
 StatusOr<std::vector<GenerationResult>> Engine::Generate(std::span<const Request> requests,
-                                                         const TokenCallback& on_token) {
-  return impl_->Generate(requests, on_token);
+                                                         const TokenCallback& on_token,
+                                                         const FinishedCallback& on_finished) {
+  return impl_->Generate(requests, on_token, on_finished);
 }
 
 void Engine::SetSequenceHooks(SequenceHooksFactory factory) { impl_->hooks_factory = std::move(factory); }

@@ -41,7 +41,8 @@ class Engine::Impl {
   // tokenizer's pad, else EOS (as R-KV's run_math.py), else 0.
   int32_t PadToken() const;
 
-  StatusOr<std::vector<GenerationResult>> Generate(std::span<const Request> requests, const TokenCallback& cb);
+  StatusOr<std::vector<GenerationResult>> Generate(std::span<const Request> requests, const TokenCallback& cb,
+                                                   const FinishedCallback& on_finished);
   StatusOr<PerplexityResult> Perplexity(const std::string& text, const PerplexityOptions& options,
                                         const PerplexityCallback& progress);
 

@@ -66,7 +66,8 @@ struct Sequence {
 
 class GenerationRun {
  public:
-  GenerationRun(Engine::Impl& engine, const TokenCallback& cb) : e_(engine), cb_(cb) {}
+  GenerationRun(Engine::Impl& engine, const TokenCallback& cb, const FinishedCallback& on_finished)
+      : e_(engine), cb_(cb), on_finished_(on_finished) {}
 
   // Tokenizes and validates everything, builds the sequences. No model work.
   Status Prepare(std::span<const Request> requests);
@@ -87,6 +88,7 @@ class GenerationRun {
 
   Engine::Impl& e_;
   const TokenCallback& cb_;
+  const FinishedCallback& on_finished_;
   bool padded_ = false;
   std::vector<Sequence> seqs_;
   std::shared_ptr<KvTraceWriter> trace_;
@@ -303,6 +305,7 @@ void GenerationRun::Finish(Sequence& s, FinishReason why) {
     s.hooks.reset();
   }
   s.cache.reset();  // frees the slot memory for the next admitted request
+  if (on_finished_) on_finished_(s.result);
 }
 
 void GenerationRun::InstallHooks(const engine::StepPlan& plan, ForwardBatch* batch) {
@@ -321,7 +324,7 @@ void GenerationRun::InstallHooks(const engine::StepPlan& plan, ForwardBatch* bat
       step.compresses = s.compressor->Scheduled(step.l_before, step.l_after, step.kind);
       s.hooks->BeforeForward(step);
       hooked_.push_back({s.hooks.get(), row, item.count});
-      for (int layer = 0; layer < e_.model->config().n_layers && !residual; ++layer) {
+      for (int layer = 0; layer <= e_.model->config().n_layers && !residual; ++layer) {
         residual = s.hooks->WantsResidual(layer);
       }
       final_hidden = final_hidden || s.hooks->WantsFinalHidden();
@@ -418,8 +421,9 @@ std::vector<GenerationResult> GenerationRun::TakeResults() {
 }  // namespace
 
 StatusOr<std::vector<GenerationResult>> Engine::Impl::Generate(std::span<const Request> requests,
-                                                               const TokenCallback& cb) {
-  GenerationRun run(*this, cb);
+                                                               const TokenCallback& cb,
+                                                               const FinishedCallback& on_finished) {
+  GenerationRun run(*this, cb, on_finished);
   SKIPKV_RETURN_IF_ERROR(run.Prepare(requests));
   SKIPKV_RETURN_IF_ERROR(run.Run());
   return run.TakeResults();

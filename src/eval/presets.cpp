@@ -5,18 +5,34 @@
 namespace skipkv::eval {
 namespace {
 
+// How a preset steers (spec §4.2 SEAL, §6.9 SkipKV).
+enum class Steer {
+  kNone,      // never, even when --steer is given
+  kFixed,     // SEAL: α = coef; needs a vector
+  kAdaptive,  // SkipKV: α = α0 + γ·N_o; needs a vector
+  kIfGiven,   // SkipKV: adaptive when a vector is given, otherwise no steering
+};
+
 struct PresetDef {
   const char* name;
   const char* policy;
   bool sentence_scoring;
   bool grouping;
+  Steer steer;
 };
 
+// Table 2 of the paper is cumulative: rkv -> rkv+sentence ->
+// rkv+sentence+steering -> skipkv (+grouping).
 constexpr PresetDef kPresets[] = {
-    {"fullkv", "full", false, false}, {"streaming", "streaming", false, false},
-    {"h2o", "h2o", false, false},     {"snapkv", "snapkv", false, false},
-    {"rkv", "rkv", false, false},     {"rkv+sentence", "skipkv", true, false},
-    {"skipkv", "skipkv", true, true},
+    {"fullkv", "full", false, false, Steer::kNone},
+    {"streaming", "streaming", false, false, Steer::kNone},
+    {"h2o", "h2o", false, false, Steer::kNone},
+    {"snapkv", "snapkv", false, false, Steer::kNone},
+    {"rkv", "rkv", false, false, Steer::kNone},
+    {"rkv+sentence", "skipkv", true, false, Steer::kNone},
+    {"rkv+sentence+steering", "skipkv", true, false, Steer::kAdaptive},
+    {"skipkv", "skipkv", true, true, Steer::kIfGiven},
+    {"seal", "full", false, false, Steer::kFixed},
 };
 
 StatusOr<double> ParseNumber(const std::string& field, const std::string& v) {
@@ -52,6 +68,38 @@ Status Apply(MethodPreset& p, const std::string& field, const std::string& value
   };
   if (field == "grouping") {
     SKIPKV_ASSIGN_OR_RETURN(p.grouping, ParseBool(field, value));
+    return Status::Ok();
+  }
+  if (field.rfind("steer_", 0) == 0) {
+    SteeringConfig& st = p.method.steer;
+    const bool fixed_field = field == "steer_coef";
+    const bool adaptive_field =
+        field == "steer_alpha0" || field == "steer_gamma" || field == "steer_alpha_max";
+    if (!fixed_field && !adaptive_field && field != "steer_layer") {
+      return InvalidArgument("--set: unknown field '" + field +
+                             "' (steering fields: steer_layer, steer_coef, steer_alpha0, steer_gamma, "
+                             "steer_alpha_max)");
+    }
+    if (!st.enabled || (fixed_field && st.adaptive) || (adaptive_field && !st.adaptive)) {
+      if (!scoped) return Status::Ok();
+      return InvalidArgument("--set " + p.method.name + "." + field + ": method '" + p.method.name +
+                             "' (preset " + p.preset + ") " +
+                             (!st.enabled   ? "does not steer"
+                              : st.adaptive ? "steers with the adaptive strength (steer_alpha0, steer_gamma, "
+                                              "steer_alpha_max)"
+                                            : "steers with a fixed strength (steer_coef)"));
+    }
+    if (field == "steer_layer") {
+      SKIPKV_ASSIGN_OR_RETURN(int64_t v, ParseInt(field, value));
+      if (v < 0 || v > 100000) return InvalidArgument("--set " + field + "=" + value + ": must be >= 0");
+      st.layer = static_cast<int>(v);
+      return Status::Ok();
+    }
+    SKIPKV_ASSIGN_OR_RETURN(double v, ParseNumber(field, value));
+    (field == "steer_coef"     ? st.coef
+     : field == "steer_alpha0" ? st.alpha0
+     : field == "steer_gamma"  ? st.gamma
+                               : st.alpha_max) = static_cast<float>(v);
     return Status::Ok();
   }
   if (pol == "full") return unused();
@@ -97,7 +145,7 @@ Status Apply(MethodPreset& p, const std::string& field, const std::string& value
         "--set: unknown field '" + field +
         "' (known: window, interval, mix_lambda, pool_kernel, sinks, h2o_heavy, h2o_recent, "
         "sim_threshold, min_sentence_tokens, pss_include_prompt, max_sentences, "
-        "sentence_scoring, grouping)");
+        "sentence_scoring, grouping, steer_layer, steer_coef, steer_alpha0, steer_gamma, steer_alpha_max)");
   }
   return Status::Ok();
 }
@@ -111,7 +159,7 @@ std::vector<std::string> KnownPresets() {
 }
 
 StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
-                                  const std::vector<std::string>& overrides) {
+                                  const std::vector<std::string>& overrides, const SteeringConfig& vector) {
   std::string label = spec, preset = spec;
   if (const size_t eq = spec.find('='); eq != std::string::npos) {
     label = spec.substr(0, eq);
@@ -126,10 +174,12 @@ StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
   if (def == nullptr) {
     std::string known;
     for (const auto& n : KnownPresets()) known += (known.empty() ? "" : ", ") + n;
-    const bool later = preset == "seal" || preset == "+steering" || preset == "rkv+steering";
+    const bool steering = preset == "+steering" || preset == "rkv+steering" || preset == "steering";
     return InvalidArgument("unknown method '" + preset + "' (known: " + known + ")" +
-                           (later ? "; steering presets come with the steering issue" : ""));
+                           (steering ? "; Table 2's +steering row is rkv+sentence+steering" : ""));
   }
+  if (vector.enabled && vector.file.empty())
+    return InvalidArgument("steering vector: enabled without a file");
   MethodPreset p;
   p.preset = def->name;
   p.method.name = label;
@@ -137,6 +187,19 @@ StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
   p.grouping = def->grouping;
   if (std::string(def->policy) != "full") p.method.kv.budget = budget;
   if (std::string(def->policy) == "skipkv") p.method.kv.skipkv.sentence_scoring = def->sentence_scoring;
+  if (def->steer == Steer::kFixed || def->steer == Steer::kAdaptive) {
+    if (!vector.enabled) {
+      return InvalidArgument(
+          "method '" + label + "' (preset " + def->name +
+          ") steers: give a steering vector with --steer FILE (a control-vector GGUF, e.g. "
+          "from skipkv steer-extract, or a directory with SEAL's category files) and "
+          "--steer-layer L");
+    }
+  }
+  if (def->steer != Steer::kNone && vector.enabled) {
+    p.method.steer = vector;
+    p.method.steer.adaptive = def->steer != Steer::kFixed;
+  }
   for (const std::string& o : overrides) {
     const size_t eq = o.find('=');
     if (eq == std::string::npos || eq == 0)

@@ -5,10 +5,16 @@
 //   rkv                     R-KV (λ = 0.1, α = 8, Δt = 128, kernel 7)
 //   rkv+sentence            SkipKV's sentence-level redundancy scoring on R-KV
 //                           (policy skipkv, τ = 0.95), without batch grouping
-//   skipkv                  rkv+sentence with batch grouping (prompts sorted by
-//                           length before batching; matters in padded mode).
-//                           Steering (the paper's full SkipKV) and the presets
-//                           `seal` and `+steering` come with the steering issue.
+//   rkv+sentence+steering   rkv+sentence with SkipKV's adaptive steering
+//                           (α = α0 + γ·N_o, spec §6.9); needs a vector
+//   skipkv                  rkv+sentence+steering with batch grouping (prompts
+//                           sorted by length before batching; matters in
+//                           padded mode) — the paper's full SkipKV. Without a
+//                           vector it runs without steering (the row's
+//                           method_config then has no steer fields).
+//   seal                    FullKV + SEAL steering: fixed strength α = coef on
+//                           SPLIT tokens inside <think> (spec §4.2); needs a vector
+// Table 2's rows are rkv, rkv+sentence, rkv+sentence+steering, skipkv.
 // A method spec is PRESET or LABEL=PRESET (a second configuration of a preset
 // under its own label, e.g. rkv-l07=rkv with --set rkv-l07.mix_lambda=0.07).
 #pragma once
@@ -35,12 +41,21 @@ std::vector<std::string> KnownPresets();
 // applied: "FIELD=VALUE" applies to every method, "LABEL.FIELD=VALUE" to the
 // method with that label. Fields: window, interval, mix_lambda, pool_kernel,
 // sinks, h2o_heavy, h2o_recent, sim_threshold, min_sentence_tokens,
-// pss_include_prompt, max_sentences, sentence_scoring, grouping. An unknown
-// preset, field or a bad value is an InvalidArgument naming it; a field the
-// method's policy does not use is refused (fullkv ignores the shared ones).
-// The result is validated (ValidateMethod).
+// pss_include_prompt, max_sentences, sentence_scoring, grouping, and for
+// methods that steer steer_layer, steer_coef (fixed strength: seal),
+// steer_alpha0, steer_gamma, steer_alpha_max (adaptive: the skipkv presets).
+// An unknown preset, field or a bad value is an InvalidArgument naming it; a
+// field the method does not use is refused when scoped (LABEL.FIELD) and
+// skipped when shared.
+// `vector` is the steering given on the command line (enabled = a --steer
+// FILE was given; file, layer, coef, α0, γ, α_max, cadence, assume_think);
+// the presets that steer copy it and set `adaptive` themselves, the others
+// ignore it. A preset that needs a vector without one is an InvalidArgument.
+// The result is validated (ValidateMethod; the vector file itself is loaded
+// and checked against the model when the engine first runs the method).
 StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
-                                  const std::vector<std::string>& overrides);
+                                  const std::vector<std::string>& overrides,
+                                  const SteeringConfig& vector = {});
 
 // The provenance of a method as JSON (MethodJson plus preset and grouping).
 std::string PresetJson(const MethodPreset& p);

@@ -1,6 +1,7 @@
 // Sweep results (issue 11 items 5, 7): one JSON row per finished sample,
 // keyed by (problem, method, budget, sample); appended and flushed as soon
-// as the sample is graded, so a killed run loses only the batch in flight.
+// as the sample is graded (its sequence finished), so a killed run loses
+// only the samples still generating.
 // Every row carries the run configuration ("run": dataset, model digest,
 // tokenizer, commit, prompt style, max_gen, sampling, engine settings) and
 // its full method configuration ("method_config"); resume and merge refuse

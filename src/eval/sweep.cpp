@@ -53,7 +53,16 @@ StatusOr<nlohmann::json> RunFingerprint(const SweepConfig& c, const Engine& engi
   SKIPKV_ASSIGN_OR_RETURN(std::string dataset_digest, ContentDigest(c.dataset.path));
   const ModelInfo& info = engine.info();
   const EngineOptions& eo = engine.options();
-  return nlohmann::json{
+  // The steering vectors' contents (absent when no method steers, so the
+  // rows of runs without steering keep their fingerprint).
+  nlohmann::json steer_digests = nlohmann::json::object();
+  for (const MethodPreset& p : c.pairs) {
+    const SteeringConfig& st = p.method.steer;
+    if (!st.enabled || steer_digests.contains(st.file)) continue;
+    SKIPKV_ASSIGN_OR_RETURN(std::string d, ContentDigest(st.file));
+    steer_digests[st.file] = d;
+  }
+  nlohmann::json run = {
       {"dataset", c.dataset.name},
       {"dataset_digest", dataset_digest},
       {"fields",
@@ -80,6 +89,8 @@ StatusOr<nlohmann::json> RunFingerprint(const SweepConfig& c, const Engine& engi
       {"n_ctx", info.context_length},
       {"commit", SourceCommit()},
   };
+  if (!steer_digests.empty()) run["steer_digests"] = steer_digests;
+  return run;
 }
 
 StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const SweepProgressCallback& progress) {
@@ -172,13 +183,15 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
       r.method = c.pairs[it.pair].method;
       requests.push_back(std::move(r));
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    SKIPKV_ASSIGN_OR_RETURN(auto results, engine.Generate(requests));
-    const double batch_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    for (size_t j = 0; j < results.size(); ++j) {
-      const Item& it = pending[pos + j];
-      const GenerationResult& g = results[j];
+    // Each row is graded, appended and flushed as soon as its sequence
+    // finishes (Engine's on_finished), so a kill mid-batch keeps the rows of
+    // the batch's finished samples. A failed write cancels the rest of the
+    // call (the token callback returns false) and is returned.
+    const size_t batch_requests = requests.size();
+    Status write_status = Status::Ok();
+    auto on_finished = [&](const GenerationResult& g) {
+      if (!write_status.ok()) return;
+      const Item& it = pending[pos + g.index];
       const Problem& prob = c.problems[it.problem];
       const MethodPreset& pair = c.pairs[it.pair];
       const std::string extracted = ExtractAnswer(g.text);
@@ -199,32 +212,36 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
           {"finish", FinishReasonName(g.finish)},
           {"prompt_tokens", g.prompt_tokens.size()},
           {"output_tokens", g.tokens.size()},
-          {"seed", seeds[j]},
+          {"seed", seeds[g.index]},
           {"timings",
            {{"queue_ms", g.timings.queue_ms},
             {"prefill_ms", g.timings.prefill_ms},
             {"decode_ms", g.timings.decode_ms},
             {"total_ms", g.timings.total_ms},
             {"decode_tokens_per_s", g.timings.decode_tokens_per_s},
-            {"batch_wall_ms", batch_ms},
-            {"batch_requests", results.size()}}},
+            {"batch_requests", batch_requests}}},
           {"kv", KvJson(g.kv)},
           {"diagnostics", diag},
           {"method_config", nlohmann::json::parse(PresetJson(pair))},
           {"method_ran", nlohmann::json::parse(MethodJson(g.method))},
           {"run", run},
       };
-      SKIPKV_RETURN_IF_ERROR(writer->Append(row));
+      write_status = writer->Append(row);
+      if (!write_status.ok()) return;
       auto& acc = prog.accuracy[PairLabel(pair)];
       ++acc.second;
       acc.first += correct;
       ++result.generated;
       result.rows.push_back(std::move(row));
-    }
+      ++prog.done;
+      prog.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (progress) progress(prog);
+    };
+    auto on_token = [&](const TokenEvent&) { return write_status.ok(); };
+    StatusOr<std::vector<GenerationResult>> results = engine.Generate(requests, on_token, on_finished);
+    SKIPKV_RETURN_IF_ERROR(write_status);
+    if (!results.ok()) return results.status();
     pos = end;
-    prog.done = static_cast<int64_t>(pos);
-    prog.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (progress) progress(prog);
   }
   return result;
 }

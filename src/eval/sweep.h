@@ -1,6 +1,6 @@
 // A sweep (issue 11 items 3-5, 7): every (method, budget) over the problems
 // of one dataset on one loaded Engine, k samples per problem, results
-// appended per finished batch to a JSONL file that a rerun resumes from.
+// appended per finished sample to a JSONL file that a rerun resumes from.
 //
 // Order of work: the (method, budget) pairs in the order given (fullkv once,
 // budget 0), within a pair the shard's problems in dataset order — sorted by

@@ -323,6 +323,8 @@ StatusOr<ForwardOutput> ForwardPass::Run(const ForwardBatch& batch, ThreadPool& 
     Project(lw.w_down, gate, n_tok, xb, pool);
     ForEachToken(pool, n_tok, D, [&](int64_t i) { kernels::Add(x + i * D, xb + i * D, D); });
   }
+  // The last layer's output (the final norm's input), as "layer n_layers".
+  if (batch.residual_hook) batch.residual_hook(cfg_.n_layers, toks, x);
 
   // ---- Final norm: y = RMSNorm(x) * g_out. All tokens when the hook wants
   // them, otherwise only the rows that produce logits.

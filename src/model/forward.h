@@ -18,7 +18,10 @@
 //
 // Hooks (set per call, nothing is paid when unset):
 //   residual     at the input of every layer l, before its attention norm:
-//                (l, tokens, hidden [n_tokens][D]) — mutable (steering).
+//                (l, tokens, hidden [n_tokens][D]) — mutable (steering);
+//                then once more with l = n_layers: the residual after the
+//                last layer, before the final norm (llama.cpp's last
+//                control-vector direction, direction.(n_layers - 1)).
 //   final_hidden the final RMS-normed hidden state [n_tokens][D], the LM
 //                head's input (SkipKV sentence embeddings) — read-only.
 //

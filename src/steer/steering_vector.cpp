@@ -178,10 +178,10 @@ Status ValidateControlVectorForModel(const ControlVector& cv, const std::string&
     return InvalidArgument("steering vector " + path + " has " + cv.ShapeString() + ", the model has " +
                            std::to_string(n_layers) + " layers of width " + std::to_string(d_model));
   }
-  if (direction < 0 || direction > n_layers - 2) {
+  if (direction < 0 || direction > n_layers - 1) {
     return InvalidArgument("--steer-layer " + std::to_string(direction) +
                            ": direction.l is added to the output of decoder layer l (the input of layer l + 1), so "
-                           "it must be in [0, " + std::to_string(n_layers - 2) + "] for a " +
+                           "it must be in [0, " + std::to_string(n_layers - 1) + "] for a " +
                            std::to_string(n_layers) + "-layer model");
   }
   if (!cv.directions.count(direction)) {

@@ -69,11 +69,13 @@ StatusOr<ControlVector> LoadSteeringVector(const std::string& path);
 // Checks that `cv` was made for a model of `n_layers` layers of width
 // `d_model` (error naming both shapes) and that `direction` is present and
 // steerable: skipkv adds direction.l at the input of layer l + 1, so l must be
-// in [0, n_layers - 2].
+// in [0, n_layers - 1] (n_layers - 1: the last layer's output, before the
+// final norm).
 Status ValidateControlVectorForModel(const ControlVector& cv, const std::string& path, int direction,
                                      int64_t n_layers, int64_t d_model);
 
-// The engine layer (input of) where direction.l is added: l + 1.
+// The engine layer (input of) where direction.l is added: l + 1 (n_layers
+// for the last direction: the residual after the last layer).
 inline int EngineLayerForDirection(int direction) { return direction + 1; }
 
 }  // namespace skipkv

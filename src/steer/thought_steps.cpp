@@ -162,7 +162,7 @@ StatusOr<CategoryMeans> CategoryMeans::Load(const std::string& path) {
 
 HiddenStateCollector::HiddenStateCollector(std::vector<ThoughtStep> steps, int n_layers, CategoryMeans* means)
     : steps_(std::move(steps)), n_layers_(n_layers), means_(means) {
-  SKIPKV_CHECK(means_ != nullptr && means_->n_directions() == n_layers - 1);
+  SKIPKV_CHECK(means_ != nullptr && means_->n_directions() == n_layers);
   std::sort(steps_.begin(), steps_.end(), [](const ThoughtStep& a, const ThoughtStep& b) { return a.split_pos < b.split_pos; });
 }
 

@@ -81,12 +81,14 @@ class CategoryMeans {
 };
 
 // Teacher-forcing hooks: for rows whose position is a step's SPLIT token,
-// adds the residual at the input of layers 1 .. n_layers-1 into `means`
-// (direction = layer - 1) and counts the step once.
+// adds the residual at the input of layers 1 .. n_layers into `means`
+// (direction = layer - 1; layer n_layers is the last layer's output, the
+// final norm's input, so the directions are 0 .. n_layers - 1) and counts the
+// step once. `means` must have n_layers directions.
 class HiddenStateCollector : public SequenceHooks {
  public:
   HiddenStateCollector(std::vector<ThoughtStep> steps, int n_layers, CategoryMeans* means);
-  bool WantsResidual(int layer) const override { return layer >= 1 && layer < n_layers_; }
+  bool WantsResidual(int layer) const override { return layer >= 1 && layer <= n_layers_; }
   void OnResidual(int layer, std::span<const BatchToken> rows, float* hidden) override;
   int64_t rows_seen() const { return rows_seen_; }
 

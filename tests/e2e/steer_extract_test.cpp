@@ -146,7 +146,9 @@ int Classify(std::string s) {
 }
 
 // Per category: sums [direction][D] of the residual at the input of layer
-// direction + 1 at every step's SPLIT token, and counts.
+// direction + 1 (for the last direction: the last layer's output, the
+// forward's hook call with layer = n_layers) at every step's SPLIT token, and
+// counts.
 struct Oracle {
   std::array<std::vector<std::vector<double>>, 3> sum;
   std::array<int, 3> count{};
@@ -155,7 +157,7 @@ struct Oracle {
 Oracle ComputeOracle(Loaded& l, const std::vector<Resp>& resps) {
   const int D = l.model->config().d_model;
   Oracle o;
-  for (auto& s : o.sum) s.assign(kLayers - 1, std::vector<double>(D, 0.0));
+  for (auto& s : o.sum) s.assign(kLayers, std::vector<double>(D, 0.0));
   const int32_t think = l.tok->PieceToId("<think>"), end_think = l.tok->PieceToId("</think>");
   ThreadPool pool(1);
   for (const Resp& r : resps) {
@@ -247,7 +249,8 @@ TEST_F(SteerExtractTest, VectorEqualsTheMeanOfTheForwardHiddenStates) {
     EXPECT_EQ(cv->num_vectors_averaged, o.count[k]) << names[k];
     EXPECT_EQ(cv->ModelDepth(), kLayers);
     EXPECT_EQ(cv->directions.count(0), 0u);  // llama.cpp layout
-    for (int l = 1; l < kLayers - 1; ++l) {
+    EXPECT_EQ(cv->directions.size(), static_cast<size_t>(kLayers - 1));  // direction.1 .. direction.(n-1)
+    for (int l = 1; l < kLayers; ++l) {
       std::vector<double> mean(o.sum[k][l]);
       for (double& x : mean) x /= o.count[k];
       ExpectNear(cv->directions.at(l), mean, std::string(names[k]) + " direction." + std::to_string(l));
@@ -256,7 +259,9 @@ TEST_F(SteerExtractTest, VectorEqualsTheMeanOfTheForwardHiddenStates) {
   auto v = LoadControlVector(dir + "/steer_vector.gguf");
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_TRUE(ValidateControlVectorForModel(*v, "v", 1, kLayers, 32).ok());
-  for (int l = 1; l < kLayers - 1; ++l) {
+  // The last direction (the last layer's output) is steerable too.
+  EXPECT_TRUE(ValidateControlVectorForModel(*v, "v", kLayers - 1, kLayers, 32).ok());
+  for (int l = 1; l < kLayers; ++l) {
     std::vector<double> want(32);
     const int no = o.count[1] + o.count[2];
     for (int i = 0; i < 32; ++i) {
@@ -380,8 +385,14 @@ TEST_F(SteerExtractTest, RunSteersWithSealAndSkipkv) {
   EXPECT_NE(err.find("--steer-gamma"), std::string::npos) << err;
   EXPECT_NE(Shell(base + "--steer-layer 1", &err), 0);
   EXPECT_NE(err.find("needs --steer FILE"), std::string::npos) << err;
-  EXPECT_NE(Shell(base + "--method seal --steer " + vec + " --steer-layer 3", &err), 0);
-  EXPECT_NE(err.find("[0, 2]"), std::string::npos) << err;
+  EXPECT_NE(Shell(base + "--method seal --steer " + vec + " --steer-layer 4", &err), 0);
+  EXPECT_NE(err.find("[0, 3]"), std::string::npos) << err;
+  // The last direction (the last layer's output, before the final norm) steers too.
+  auto [last, e4] = run("-n 12 --method seal --steer " + vec + " --steer-layer 3 --steer-coef 3", &rc);
+  ASSERT_EQ(rc, 0) << e4;
+  EXPECT_GE(last["diagnostics"]["steer.events"].get<double>(), 1.0);
+  EXPECT_EQ(last["diagnostics"]["steer.layer"].get<double>(), 3.0);
+  EXPECT_NE(last["tokens"], plain["tokens"]);
   EXPECT_NE(Shell(base + "--method seal --steer " + std::string(SKIPKV_DATA_DIR) + "/steering", &err), 0);
   EXPECT_NE(err.find("width 1536"), std::string::npos) << err;
 }

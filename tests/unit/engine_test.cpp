@@ -265,6 +265,55 @@ TEST(EngineGenerateTest, CallbackCanCancelOneRequest) {
   EXPECT_EQ(res[1].tokens.size(), 30u);
 }
 
+// on_finished fires once per request as soon as it ends — while the longer
+// requests of the same call are still generating — with the result Generate
+// returns; in ragged and in padded mode (one padded batch of three).
+TEST(EngineGenerateTest, FinishedCallbackFiresAsEachRequestEnds) {
+  for (const bool padded : {false, true}) {
+    SCOPED_TRACE(padded ? "padded" : "ragged");
+    EngineOptions o;
+    if (padded) {
+      o.kv.pad_policy = PadPolicy::kPadded;
+      o.batch_size = 3;
+    }
+    auto e = MakeEngine(o);
+    ASSERT_TRUE(e);
+    const std::vector<Request> reqs = {Greedy("Once upon a time", 20), Greedy("The big dog", 4),
+                                       Greedy("Lily and Tom were", 11)};
+    std::vector<size_t> tokens_seen(reqs.size(), 0);
+    std::vector<size_t> order;
+    std::vector<std::vector<size_t>> seen_at_finish;  // tokens of every request when one finished
+    std::vector<GenerationResult> finished(reqs.size());
+    auto res = e->Generate(
+        reqs,
+        [&](const TokenEvent& ev) {
+          if (ev.token >= 0) ++tokens_seen[ev.index];
+          return true;
+        },
+        [&](const GenerationResult& g) {
+          order.push_back(g.index);
+          seen_at_finish.push_back(tokens_seen);
+          finished[g.index] = g;
+        });
+    ASSERT_TRUE(res.ok()) << res.status().ToString();
+    ASSERT_EQ(order, (std::vector<size_t>{1, 2, 0}));  // shortest first
+    // When request 1 (4 tokens) ended, the others had produced about as many
+    // tokens as it, far from their limits.
+    EXPECT_EQ(seen_at_finish[0][1], 4u);
+    EXPECT_LE(seen_at_finish[0][0], 5u);
+    EXPECT_LE(seen_at_finish[0][2], 5u);
+    EXPECT_LE(seen_at_finish[1][0], 12u);
+    EXPECT_EQ(seen_at_finish[2][0], 20u);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(finished[i].index, i);
+      EXPECT_EQ(finished[i].tokens, (*res)[i].tokens);
+      EXPECT_EQ(finished[i].text, (*res)[i].text);
+      EXPECT_EQ(finished[i].finish, FinishReason::kLength);
+      EXPECT_EQ(finished[i].kv.peak_slots, (*res)[i].kv.peak_slots);
+    }
+  }
+}
+
 TEST(EngineGenerateTest, StopsAtTheContextEnd) {
   EngineOptions o;
   o.n_ctx = 20;

@@ -1,6 +1,7 @@
 // Method presets (src/eval/presets.h): what each preset runs, overrides for
-// all methods and for one label, and the errors for unknown presets, fields
-// and values.
+// all methods and for one label, the steering presets (seal,
+// rkv+sentence+steering, skipkv with a vector), and the errors for unknown
+// presets, fields and values.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -77,7 +78,12 @@ TEST(EvalPresetsTest, ErrorsNameTheProblem) {
   };
   const std::vector<Case> cases = {
       {"bogus", {}, "unknown method 'bogus'"},
-      {"seal", {}, "steering issue"},
+      {"seal", {}, "method 'seal' (preset seal) steers: give a steering vector with --steer FILE"},
+      {"plus=rkv+sentence+steering", {}, "method 'plus' (preset rkv+sentence+steering) steers"},
+      {"+steering", {}, "Table 2's +steering row is rkv+sentence+steering"},
+      {"rkv", {"rkv.steer_coef=2"}, "method 'rkv' (preset rkv) does not steer"},
+      {"skipkv", {"skipkv.steer_coef=2"}, "does not steer"},  // no vector given
+      {"rkv", {"steer_colour=2"}, "unknown field 'steer_colour'"},
       {"=rkv", {}, "label before '='"},
       {"a.b=rkv", {}, "label before '='"},
       {"rkv", {"nonsense"}, "must be FIELD=VALUE"},
@@ -96,6 +102,100 @@ TEST(EvalPresetsTest, ErrorsNameTheProblem) {
     EXPECT_NE(p.status().message().find(c.message), std::string::npos)
         << "expected '" << c.message << "' in: " << p.status().message();
   }
+}
+
+SteeringConfig Vector() {
+  SteeringConfig v;
+  v.enabled = true;
+  v.file = "/some/vector.gguf";
+  v.layer = 3;
+  v.coef = 1.5f;
+  v.alpha0 = 1.25f;
+  v.gamma = 0.03f;
+  return v;
+}
+
+TEST(EvalPresetsTest, SteeringPresets) {
+  const SteeringConfig v = Vector();
+  // seal: FullKV + the fixed strength.
+  auto seal = MakePreset("seal", 512, {}, v);
+  ASSERT_TRUE(seal.ok()) << seal.status().ToString();
+  EXPECT_EQ(seal->method.kv.policy, "full");
+  EXPECT_TRUE(seal->full());
+  EXPECT_FALSE(seal->grouping);
+  EXPECT_TRUE(seal->method.steer.enabled);
+  EXPECT_FALSE(seal->method.steer.adaptive);
+  EXPECT_EQ(seal->method.steer.file, "/some/vector.gguf");
+  EXPECT_EQ(seal->method.steer.layer, 3);
+  EXPECT_FLOAT_EQ(seal->method.steer.coef, 1.5f);
+  // Table 2's +steering row: sentence scoring, adaptive strength, no grouping.
+  auto plus = MakePreset("rkv+sentence+steering", 256, {}, v);
+  ASSERT_TRUE(plus.ok()) << plus.status().ToString();
+  EXPECT_EQ(plus->method.kv.policy, "skipkv");
+  EXPECT_TRUE(plus->method.kv.skipkv.sentence_scoring);
+  EXPECT_FALSE(plus->grouping);
+  EXPECT_TRUE(plus->method.steer.enabled);
+  EXPECT_TRUE(plus->method.steer.adaptive);
+  EXPECT_FLOAT_EQ(plus->method.steer.alpha0, 1.25f);
+  EXPECT_FLOAT_EQ(plus->method.steer.gamma, 0.03f);
+  // skipkv: adaptive with a vector (+grouping), unsteered without one.
+  auto sk = MakePreset("skipkv", 256, {}, v);
+  ASSERT_TRUE(sk.ok()) << sk.status().ToString();
+  EXPECT_TRUE(sk->grouping);
+  EXPECT_TRUE(sk->method.steer.enabled);
+  EXPECT_TRUE(sk->method.steer.adaptive);
+  auto bare = MakePreset("skipkv", 256, {});
+  ASSERT_TRUE(bare.ok());
+  EXPECT_FALSE(bare->method.steer.enabled);
+  // The other presets ignore the vector.
+  for (const char* name : {"fullkv", "rkv", "rkv+sentence", "streaming"}) {
+    auto p = MakePreset(name, 256, {}, v);
+    ASSERT_TRUE(p.ok()) << name;
+    EXPECT_FALSE(p->method.steer.enabled) << name;
+  }
+  // The steering fields are in the row's method_config (resume compares it).
+  const auto j = nlohmann::json::parse(PresetJson(*seal));
+  EXPECT_EQ(j.at("steer.file"), "/some/vector.gguf");
+  EXPECT_EQ(j.at("steer.mode"), "fixed");
+  EXPECT_EQ(j.at("steer.layer"), 3);
+  EXPECT_EQ(nlohmann::json::parse(PresetJson(*sk)).at("steer.mode"), "adaptive");
+}
+
+TEST(EvalPresetsTest, SteeringOverrides) {
+  const SteeringConfig v = Vector();
+  // Shared: applied where the strength kind matches, skipped elsewhere.
+  const std::vector<std::string> o = {"steer_coef=4", "steer_gamma=0.05", "off.steer_coef=0",
+                                      "steer_layer=5"};
+  auto seal = MakePreset("seal", 512, o, v);
+  ASSERT_TRUE(seal.ok()) << seal.status().ToString();
+  EXPECT_FLOAT_EQ(seal->method.steer.coef, 4.0f);
+  EXPECT_FLOAT_EQ(seal->method.steer.gamma, 0.03f);  // not its field: untouched
+  EXPECT_EQ(seal->method.steer.layer, 5);
+  auto off = MakePreset("off=seal", 512, o, v);
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_FLOAT_EQ(off->method.steer.coef, 0.0f);
+  auto sk = MakePreset("skipkv", 512, o, v);
+  ASSERT_TRUE(sk.ok()) << sk.status().ToString();
+  EXPECT_FLOAT_EQ(sk->method.steer.gamma, 0.05f);
+  EXPECT_EQ(sk->method.steer.layer, 5);
+  auto rkv = MakePreset("rkv", 512, o, v);  // does not steer: shared steering fields skipped
+  ASSERT_TRUE(rkv.ok()) << rkv.status().ToString();
+  EXPECT_FALSE(rkv->method.steer.enabled);
+  // Scoped fields of the other strength kind are refused, naming the kind.
+  auto bad = MakePreset("seal", 512, {"seal.steer_gamma=0.1"}, v);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("fixed strength (steer_coef)"), std::string::npos)
+      << bad.status().message();
+  auto bad2 = MakePreset("skipkv", 512, {"skipkv.steer_coef=1"}, v);
+  ASSERT_FALSE(bad2.ok());
+  EXPECT_NE(bad2.status().message().find("adaptive strength"), std::string::npos) << bad2.status().message();
+  // Values are validated (ValidateSteeringConfig: alpha_max >= alpha0, γ >= 0).
+  auto neg = MakePreset("skipkv", 512, {"steer_gamma=-1"}, v);
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(neg.status().message().find("gamma"), std::string::npos) << neg.status().message();
+  auto nan = MakePreset("seal", 512, {"steer_coef=x"}, v);
+  ASSERT_FALSE(nan.ok());
+  EXPECT_NE(nan.status().message().find("steer_coef=x: not a number"), std::string::npos);
 }
 
 }  // namespace

@@ -442,7 +442,7 @@ TEST(ModelForward, HooksSeeShapesAndResidualEditMatchesReference) {
 
   std::vector<int> layers_seen;
   int final_calls = 0;
-  std::vector<std::vector<float>> final_rows;
+  std::vector<std::vector<float>> final_rows, last_layer_rows;
   ForwardBatch b;
   b.seqs = in;
   // Steering: add u to the last token of sequence 0 at the input of layer 1.
@@ -454,6 +454,10 @@ TEST(ModelForward, HooksSeeShapesAndResidualEditMatchesReference) {
     EXPECT_EQ(toks[9].index, 0);
     EXPECT_TRUE(toks[8].last);
     EXPECT_EQ(toks[13].pos, 4);
+    if (layer == s.n_layers) {
+      for (size_t t = 0; t < toks.size(); ++t)
+        last_layer_rows.emplace_back(hidden + t * D, hidden + (t + 1) * D);
+    }
     if (layer != steer_layer) return;
     for (size_t t = 0; t < toks.size(); ++t) {
       if (toks[t].seq == 0 && toks[t].last) {
@@ -468,7 +472,9 @@ TEST(ModelForward, HooksSeeShapesAndResidualEditMatchesReference) {
   };
   auto out = f.pass->Run(b, f.pool);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
-  EXPECT_EQ(layers_seen, std::vector<int>({0, 1, 2}));
+  // The input of every layer, then the last layer's output.
+  EXPECT_EQ(layers_seen, std::vector<int>({0, 1, 2, 3}));
+  ASSERT_EQ(s.n_layers, 3);
   EXPECT_EQ(final_calls, 1);
 
   auto steer = [&](int layer, int t, std::vector<float>& x) {
@@ -482,6 +488,7 @@ TEST(ModelForward, HooksSeeShapesAndResidualEditMatchesReference) {
   for (int t = 0; t < 9; ++t) {
     EXPECT_LE(RelErr(out->Row(t), ref_a.logits[t]), 1e-4) << t;
     EXPECT_LE(RelErr(final_rows[t].data(), ref_a.final_hidden[t]), 1e-4) << t;
+    EXPECT_LE(RelErr(last_layer_rows[t].data(), ref_a.final_residual[t]), 1e-4) << t;
   }
   // The edit changed the steered token only (earlier tokens cannot see it).
   EXPECT_GT(RelErr(out->Row(8), plain_a.logits[8]), 1e-3);
@@ -489,6 +496,7 @@ TEST(ModelForward, HooksSeeShapesAndResidualEditMatchesReference) {
   for (int t = 0; t < 5; ++t) {
     EXPECT_LE(RelErr(out->Row(9 + t), ref_b.logits[t]), 1e-4) << t;
     EXPECT_LE(RelErr(final_rows[9 + t].data(), ref_b.final_hidden[t]), 1e-4) << t;
+    EXPECT_LE(RelErr(last_layer_rows[9 + t].data(), ref_b.final_residual[t]), 1e-4) << t;
   }
 
   // The steered K/V stay in the cache: decoding one more token of sequence 0
@@ -499,6 +507,41 @@ TEST(ModelForward, HooksSeeShapesAndResidualEditMatchesReference) {
   const auto next = f.Feed(*ca, seq_a2, 9, 10);
   ASSERT_EQ(next.size(), 1u);
   EXPECT_LE(RelErr(next[0].data(), ref_a2.logits[9]), 1e-4);
+}
+
+// An edit of the last layer's output (hook layer n_layers, llama.cpp's last
+// control-vector direction) reaches the final norm and the logits exactly as
+// the reference that edits x before its final norm.
+TEST(ModelForward, LastLayerOutputEditMatchesReference) {
+  ForwardFixture f(Qwen2Spec());
+  ASSERT_NE(f.model, nullptr);
+  const TinySpec& s = f.tiny.spec;
+  const int D = s.d_model;
+  const auto seq = RandomSeq(s, 7, 41);
+  testing::Rng rng(78);
+  std::vector<float> u(D);
+  for (float& x : u) x = rng.Uniform(-2.0f, 2.0f);
+  auto cache = f.NewCache();
+  std::vector<int32_t> tok, pos;
+  for (const auto& t : seq) tok.push_back(t.token), pos.push_back(t.pos);
+  SequenceInput in[1];
+  in[0] = {cache.get(), tok, pos, {}, {}, LogitsMode::kAll};
+  ForwardBatch b;
+  b.seqs = in;
+  b.residual_hook = [&](int layer, std::span<const BatchToken> toks, float* hidden) {
+    if (layer != s.n_layers) return;
+    for (int i = 0; i < D; ++i) hidden[6 * D + i] += u[i];  // the last token
+  };
+  auto out = f.pass->Run(b, f.pool);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const RefTrace ref = RefForward(f.tiny, seq, [&](int layer, int t, std::vector<float>& x) {
+    if (layer == s.n_layers && t == 6) {
+      for (int i = 0; i < D; ++i) x[i] += u[i];
+    }
+  });
+  const RefTrace plain = RefForward(f.tiny, seq);
+  for (int t = 0; t < 7; ++t) EXPECT_LE(RelErr(out->Row(t), ref.logits[t]), 1e-4) << t;
+  EXPECT_GT(RelErr(out->Row(6), plain.logits[6]), 1e-3);  // the edit did change the last row
 }
 
 TEST(ModelForward, AttentionScoresAccumulateWhenTracked) {

@@ -221,10 +221,12 @@ struct RefToken {
 struct RefTrace {
   std::vector<std::vector<float>> logits;                // [n][vocab]
   std::vector<std::vector<float>> final_hidden;          // [n][D]
+  std::vector<std::vector<float>> final_residual;        // [n][D] the last layer's output (final norm input)
   std::vector<std::vector<std::vector<float>>> q, k, v;  // [layer][n][H*d | Hkv*d], q and k after RoPE
 };
 
-// Residual edit applied to token t at the input of layer l (steering).
+// Residual edit applied to token t at the input of layer l (steering);
+// l = n_layers edits the last layer's output, before the final norm.
 using RefSteer = std::function<void(int layer, int t, std::vector<float>& x)>;
 
 inline std::vector<float> RefMatVec(const std::vector<float>& w, const std::vector<float>& x, int out) {
@@ -350,6 +352,8 @@ inline RefTrace RefForward(const TinyModel& m, const std::vector<RefToken>& seq,
   tr.final_hidden.resize(n);
   tr.logits.resize(n);
   for (int t = 0; t < n; ++t) {
+    if (steer) steer(s.n_layers, t, x[t]);
+    tr.final_residual.push_back(x[t]);
     tr.final_hidden[t] = RefRmsNorm(x[t], W.output_norm, s.eps);
     tr.logits[t] = RefMatVec(W.output, tr.final_hidden[t], s.vocab);
   }

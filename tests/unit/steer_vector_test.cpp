@@ -127,10 +127,12 @@ TEST(SteerVector, ModelShapeMismatchNamesBothShapes) {
   ASSERT_FALSE(depth.ok());
   EXPECT_NE(depth.message().find("24 layers of width 1536"), std::string::npos) << depth.message();
   EXPECT_FALSE(ValidateControlVectorForModel(*v, kDir, 20, 32, 1536).ok());
-  // direction.27 is the output of the last layer: there is no layer 28 input to add it to.
-  Status last = ValidateControlVectorForModel(*v, kDir, 27, 28, 1536);
-  ASSERT_FALSE(last.ok());
-  EXPECT_NE(last.message().find("[0, 26]"), std::string::npos) << last.message();
+  // direction.27 is the output of the last layer (added after it, before the
+  // final norm); 28 is past the model.
+  EXPECT_TRUE(ValidateControlVectorForModel(*v, kDir, 27, 28, 1536).ok());
+  Status past = ValidateControlVectorForModel(*v, kDir, 28, 28, 1536);
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.message().find("[0, 27]"), std::string::npos) << past.message();
   EXPECT_FALSE(ValidateControlVectorForModel(*v, kDir, -1, 28, 1536).ok());
 }
 
