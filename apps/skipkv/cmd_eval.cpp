@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "command_registry.h"
+#include "eval_cli.h"
 #include "engine_options.h"
 #include "eval/dataset.h"
 #include "eval/jsonl.h"
@@ -120,7 +121,7 @@ struct SweepOptions {
   std::string methods;
   std::string budgets;
   std::vector<std::string> overrides;
-  std::string prompt = "chat";
+  std::string prompt = "auto";
   std::string chat_template = "auto";
   int64_t max_gen = 0;
   int batch_size = 10;
@@ -132,51 +133,6 @@ struct SweepOptions {
   std::string summary;
   bool quiet = false;
   SteerOptions steer;  // the vector of the presets that steer (seal, rkv+sentence+steering, skipkv)
-};
-
-std::vector<std::string> SplitComma(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-// A progress line on stderr: redrawn in place on a terminal (at most 4 times
-// a second), otherwise a line per 5% or 30 s.
-class SweepBar {
- public:
-  explicit SweepBar(bool quiet) : quiet_(quiet), tty_(isatty(fileno(stderr)) != 0) {}
-  void Update(const eval::SweepProgress& p) {
-    if (quiet_) return;
-    const double frac = p.total > 0 ? static_cast<double>(p.done) / static_cast<double>(p.total) : 1.0;
-    const bool final = p.done == p.total;
-    if (!final) {
-      if (tty_ && p.elapsed_s - last_s_ < 0.25 && p.done > 0) return;
-      if (!tty_ && frac - last_frac_ < 0.05 && p.elapsed_s - last_s_ < 30 && p.done > 0) return;
-    }
-    last_s_ = p.elapsed_s;
-    last_frac_ = frac;
-    char eta[48] = "ETA --";
-    if (p.done > 0 && !final) std::snprintf(eta, sizeof eta, "ETA %.0f s", p.elapsed_s * (1 - frac) / frac);
-    if (final) std::snprintf(eta, sizeof eta, "done");
-    std::string acc;
-    for (const auto& [label, v] : p.accuracy) {
-      char buf[96];
-      std::snprintf(buf, sizeof buf, " | %s %lld/%lld %.0f%%", label.c_str(), static_cast<long long>(v.first),
-                    static_cast<long long>(v.second), v.second ? 100.0 * v.first / v.second : 0.0);
-      acc += buf;
-    }
-    std::fprintf(stderr, "%seval %lld/%lld (%lld resumed) %.0f s, %s%s%s", tty_ ? "\r\033[K" : "",
-                 static_cast<long long>(p.done), static_cast<long long>(p.total),
-                 static_cast<long long>(p.resumed), p.elapsed_s, eta, acc.c_str(),
-                 tty_ && !final ? "" : "\n");
-    std::fflush(stderr);
-  }
-
- private:
-  bool quiet_, tty_;
-  double last_s_ = -1, last_frac_ = -1;
 };
 
 int RunSweepCommand(SweepOptions& o) {
@@ -191,7 +147,7 @@ int RunSweepCommand(SweepOptions& o) {
   for (const auto& s : loaded->skipped) std::fprintf(stderr, "skipkv eval: skipped %s\n", s.c_str());
   auto shard = eval::ParseShard(o.shard);
   if (!shard.ok()) return Fail(shard.status().message());
-  auto style = eval::ParsePromptStyle(o.prompt);
+  auto style = eval::ParsePromptStyle(o.prompt == "auto" ? (spec->plain_prompt ? "plain" : "chat") : o.prompt);
   if (!style.ok()) return Fail(style.status().message());
   if (o.limit < 0) return Fail("--limit (" + std::to_string(o.limit) + ") must be >= 0");
   if (o.max_gen < 0) return Fail("--max-gen (" + std::to_string(o.max_gen) + ") must be >= 0");
@@ -313,7 +269,7 @@ CommandRegistrar reg(
           ->capture_default_str();
       sub.add_option("-c,--ctx", o->n_ctx, "Context length to allow (0 = the model's)")
           ->capture_default_str();
-      sub.add_option("--dataset", o->dataset, "gsm8k, math500, aime24, or a .jsonl file");
+      sub.add_option("--dataset", o->dataset, "gsm8k, math500, aime24, testbed, or a .jsonl file");
       sub.add_option("--data-dir", o->data_dir, "Where the bundled datasets live (datasets/*.jsonl)")
           ->capture_default_str();
       sub.add_option("--question-field", o->question_field, "JSONL field of the problem text");
@@ -326,7 +282,8 @@ CommandRegistrar reg(
       sub.add_option("--budgets", o->budgets, "Comma-separated KV budgets (fullkv runs once)");
       sub.add_option("--set", o->overrides,
                      "Override a preset field: FIELD=VALUE or METHOD.FIELD=VALUE (repeatable)");
-      sub.add_option("--prompt", o->prompt, "chat (R-KV's instruction in the model's chat template) or raw")
+      sub.add_option("--prompt", o->prompt, "auto (plain for the testbed, chat otherwise), chat (R-KV's instruction in the model's "
+                     "chat template), raw (the instruction without a template) or plain (the problem text only)")
           ->capture_default_str();
       sub.add_option("--chat-template", o->chat_template, "auto, r1-distill, chatml or raw")
           ->capture_default_str();

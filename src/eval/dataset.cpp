@@ -21,6 +21,7 @@ struct Bundled {
   const char* answer;
   const char* id;
   int64_t max_length;
+  bool plain_prompt = false;
 };
 
 // Field names as R-KV's run_math.py reads them (math: `answer`, which agrees
@@ -29,6 +30,8 @@ constexpr Bundled kBundled[] = {
     {"gsm8k", "gsm8k_test.jsonl", "question", "answer", "", 8192},
     {"math500", "math500_test.jsonl", "problem", "answer", "unique_id", 16384},
     {"aime24", "aime24.jsonl", "question", "answer", "id", 16384},
+    // The trained testbed's test split (tools/testbed/gen.py; traces of 250-1213 tokens).
+    {"testbed", "testbed_test.jsonl", "prompt", "answer", "id", 1536, true},
 };
 
 }  // namespace
@@ -50,7 +53,7 @@ StatusOr<DatasetSpec> ResolveDataset(const std::string& name_or_path, const std:
     if (name_or_path == b.name) {
       spec = {b.name,     (std::filesystem::path(data_dir) / "datasets" / b.file).string(),
               b.question, b.answer,
-              b.id,       b.max_length};
+              b.id,       b.max_length, b.plain_prompt};
       found = true;
     }
   }

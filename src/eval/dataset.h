@@ -23,6 +23,9 @@ struct DatasetSpec {
   // 8192, math500 16384, aime24 16384; 16384 for other files. A sample also
   // stops at the context length (finish "context").
   int64_t max_gen = 16384;
+  // The question field is the whole prompt (PromptStyle::kPlain by default):
+  // the testbed's problems, which end with "<think>\n".
+  bool plain_prompt = false;
 };
 
 // The names of the bundled datasets, in a fixed order.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "eval_commit.h"  // generated: SKIPKV_EVAL_COMMIT
+#include "io/embedded/embedded_model.h"
 
 namespace skipkv::eval {
 namespace {
@@ -53,6 +54,15 @@ Status HashFile(const std::filesystem::path& p, Hasher& h) {
 
 StatusOr<std::string> ContentDigest(const std::string& path) {
   if (path.empty() || path == ":default:") return std::string("embedded:stories260K");
+  if (path == ":testbed:") {
+    const EmbeddedBlob b = EmbeddedTestbedBytes();
+    Hasher h;
+    h.Bytes(reinterpret_cast<const char*>(b.data), b.size);
+    h.Word(b.size);
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "embedded:testbed:xh64:%016llx", static_cast<unsigned long long>(h.h));
+    return std::string(buf);
+  }
   std::error_code ec;
   const std::filesystem::path root(path);
   Hasher h;

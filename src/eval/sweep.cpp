@@ -116,7 +116,7 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
     if (c.shard.Contains(i)) shard_problems.push_back(i);
   if (any_grouping) {
     for (size_t i : shard_problems) {
-      SKIPKV_ASSIGN_OR_RETURN(auto ids, engine.Tokenize(RkvInstruction(c.problems[i].question), true,
+      SKIPKV_ASSIGN_OR_RETURN(auto ids, engine.Tokenize(PromptText(c.prompt, c.problems[i].question), true,
                                                         c.prompt == PromptStyle::kChat));
       prompt_len[i] = static_cast<int64_t>(ids.size());
     }
@@ -174,7 +174,7 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
     for (size_t i = pos; i < end; ++i) {
       const Item& it = pending[i];
       Request r;
-      r.prompt = RkvInstruction(c.problems[it.problem].question);
+      r.prompt = PromptText(c.prompt, c.problems[it.problem].question);
       r.chat = c.prompt == PromptStyle::kChat;
       r.sampling = c.sampling;
       r.sampling.seed = SampleSeed(c.sampling.seed, it.key.problem, it.sample);

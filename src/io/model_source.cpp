@@ -40,9 +40,11 @@ std::unique_ptr<ModelSource> ModelSourceFromGguf(std::unique_ptr<GgufFile> file)
 
 StatusOr<std::unique_ptr<ModelSource>> OpenModel(const std::string& path, const std::string& tokenizer_path) {
   if (path == kEmbeddedModelPath) return OpenEmbeddedDefaultModel();
+  if (path == kEmbeddedTestbedPath) return OpenEmbeddedTestbedModel();
   if (path.empty()) {
     return InvalidArgument("empty model path (use '" + std::string(kEmbeddedModelPath) +
-                           "' for the embedded stories260K model)");
+                           "' for the embedded stories260K model, '" + std::string(kEmbeddedTestbedPath) +
+                           "' for the embedded testbed)");
   }
   std::error_code ec;
   const auto status = fs::status(path, ec);

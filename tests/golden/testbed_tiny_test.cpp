@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "io/hf_vocab.h"
+#include "testbed_refs.h"
 #include "io/model_source.h"
 #include "io/model_writer.h"
 #include "model/forward.h"
@@ -30,49 +31,9 @@ namespace skipkv {
 namespace {
 
 const std::string kDir = std::string(SKIPKV_TEST_DATA_DIR) + "/testbed_tiny";
-
-struct RefSeq {
-  std::string text;
-  std::vector<int32_t> ids;
-  std::vector<std::pair<int, std::vector<float>>> logits;  // (position, all vocab logits)
-};
-
-std::string FromHex(const std::string& h) {
-  std::string out;
-  for (size_t i = 0; i + 1 < h.size(); i += 2)
-    out.push_back(static_cast<char>(std::stoi(h.substr(i, 2), nullptr, 16)));
-  return out;
-}
-
-std::vector<RefSeq> ReadRefs() {
-  std::ifstream f(kDir + "/refs.txt");
-  EXPECT_TRUE(f.good()) << "cannot open " << kDir << "/refs.txt";
-  std::vector<RefSeq> out;
-  std::string line;
-  while (std::getline(f, line)) {
-    std::istringstream s(line);
-    std::string key;
-    s >> key;
-    if (key == "text") {
-      std::string hex;
-      s >> hex;
-      out.push_back({FromHex(hex), {}, {}});
-    } else if (key == "ids") {
-      int32_t id;
-      while (s >> id) out.back().ids.push_back(id);
-    } else if (key == "pos") {
-      int p;
-      s >> p;
-      std::vector<float> v;
-      float x;
-      while (s >> x) v.push_back(x);
-      out.back().logits.emplace_back(p, std::move(v));
-    } else {
-      ADD_FAILURE() << "refs.txt: unexpected line key '" << key << "'";
-    }
-  }
-  return out;
-}
+using testbed_refs::CheckModel;
+using testbed_refs::ReadRefs;
+using testbed_refs::RefSeq;
 
 // The GGUF the converter would write: tensors as they are, tokenizer.json as gpt2 metadata (pre qwen2).
 std::string ConvertToGguf(const ModelSource& hf) {
@@ -91,58 +52,19 @@ std::string ConvertToGguf(const ModelSource& hf) {
   return path;
 }
 
-void CheckModel(const std::string& path, const std::vector<RefSeq>& refs, const char* name) {
-  auto src = OpenModel(path);
-  ASSERT_TRUE(src.ok()) << name << ": " << src.status().ToString();
-  std::shared_ptr<const ModelSource> source(std::move(src).value());
-  auto tok = Tokenizer::FromModelSource(*source);
-  ASSERT_TRUE(tok.ok()) << name << ": " << tok.status().ToString();
-  EXPECT_EQ((*tok)->model(), TokenizerModel::kByteLevelBpe) << name;
-  auto m = Model::Load(source);
-  ASSERT_TRUE(m.ok()) << name << ": " << m.status().ToString();
-  const Model& model = **m;
-  EXPECT_TRUE(model.config().tied_embeddings) << name;
-  EXPECT_TRUE(model.config().qkv_bias) << name;
-  ThreadPool pool(2);
-  double worst = 0;
-  for (const RefSeq& r : refs) {
-    EXPECT_EQ((*tok)->Encode(r.text, {.add_special = false}),
-              std::vector<TokenId>(r.ids.begin(), r.ids.end()))
-        << name << ": engine token ids differ from the trainer's";
-    ForwardPass pass(model);
-    SequenceKvCache cache(model.KvShape(KvDType::kF32), static_cast<int64_t>(r.ids.size()),
-                          SequenceKvCache::kUnbounded);
-    std::vector<int32_t> pos(r.ids.size());
-    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(i);
-    SequenceInput in{&cache, r.ids, pos, {}, {}, LogitsMode::kAll};
-    ForwardBatch b;
-    b.seqs = std::span<const SequenceInput>(&in, 1);
-    auto out = pass.Run(b, pool);
-    ASSERT_TRUE(out.ok()) << name << ": " << out.status().ToString();
-    ASSERT_EQ(out->n_rows, static_cast<int64_t>(r.ids.size()));
-    for (const auto& [p, ref] : r.logits) {
-      ASSERT_EQ(static_cast<int>(ref.size()), out->vocab) << name << " pos " << p;
-      for (int i = 0; i < out->vocab; ++i)
-        worst = std::max(worst, std::fabs(double{out->Row(p)[i]} - ref[i]));
-    }
-  }
-  EXPECT_LE(worst, 1e-4) << name;
-  std::printf("[ %s ] max |engine - PyTorch| logit %.3g\n", name, worst);
-}
-
 TEST(TestbedTiny, EngineMatchesTrainerFromHfDirectory) {
-  const auto refs = ReadRefs();
+  const auto refs = ReadRefs(kDir + "/refs.txt");
   ASSERT_EQ(refs.size(), 2u);
-  CheckModel(kDir, refs, "hf");
+  CheckModel(kDir, refs, "hf", /*tied=*/true);
 }
 
 TEST(TestbedTiny, EngineMatchesTrainerFromConvertedGguf) {
-  const auto refs = ReadRefs();
+  const auto refs = ReadRefs(kDir + "/refs.txt");
   ASSERT_EQ(refs.size(), 2u);
   auto hf = OpenModel(kDir);
   ASSERT_TRUE(hf.ok()) << hf.status().ToString();
   const std::string gguf = ConvertToGguf(**hf);
-  CheckModel(gguf, refs, "gguf");
+  CheckModel(gguf, refs, "gguf", /*tied=*/true);
   std::filesystem::remove(gguf);
 }
 

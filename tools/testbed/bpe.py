@@ -104,7 +104,7 @@ class Tokenizer:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--vocab", type=int, default=384)
+    ap.add_argument("--vocab", type=int, default=400)
     ap.add_argument("--problems", type=int, default=400)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
@@ -120,6 +120,10 @@ def main():
     for must in ["Wait", "Alternatively", ".\n", ".\n\n"]:
         ids = tok.encode(must)
         print(f"{must!r:>18} -> {ids} {[tok.piece(i) for i in ids]}")
+    # Each name is one token wherever it occurs (" name"), so a look-up is a one-token match.
+    split = [n for n in gen.NAME_POOL if len(tok.encode(" " + n)) != 1]
+    if split:
+        sys.exit(f"bpe.py: names not learned as single tokens at --vocab {a.vocab}: {split}")
     n = [len(tok.encode(p["prompt"] + p["trace"])) for p in probs[:100]]
     print(f"vocab {len(vocab) + 1}, merges {len(merges)}; tokens per problem: min {min(n)} "
           f"mean {sum(n) / len(n):.0f} max {max(n)}")

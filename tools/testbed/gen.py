@@ -1,50 +1,57 @@
 """Deterministic, seeded generator of the testbed's reasoning problems (issue 13).
 
-A problem states facts (name=digit) and an expression over the names; the trace solves it one sentence
-per line, R1 style, and ends with a \\boxed{} answer:
+A problem is a walk over linked facts. Each fact names a value (+d or -d) and the next fact; the task
+gives the start and the number of steps. The trace solves it one sentence per line, R1 style, and
+ends with a \\boxed{} answer:
 
   Facts:
-  bak=3.
-  dor=7.
-  ...
-  Task: bak+dor-fim+bak.
+  At bak +3 go dor.
+  At dor -7 go fim.
+  At fim +2 go bak.
+  At kel +5 go kel.                    <- a distractor (not on the walk)
+  Task: start at bak, 5 steps.
   <think>
-  bak=3.                 <- look-up: the fact copied from the prompt in exactly the prompt's format
-  Start 3.
-  dor=7.
-  3+7=0.                 <- running result, mod 10
-  Wait, 3+7=0 is right.  <- re-verification, triggered by a result of 0 (visible on the line above)
-  <blank line>           <- a paragraph break follows every "Wait" line ("\\n\\n" in the text)
-  fim=8.
-  Alternatively, 0-8 is 10+0-8.   <- transition, triggered by a subtraction whose left side is smaller
-  0-8=2.
-  Wait, bak was used before.      <- re-verification, triggered by a name already used in the task
-  bak=3.
-  2+3=5.
+  At bak +3 go dor.                    <- look-up: the fact copied from the prompt in exactly its format
+  0+3=3, 4 left.                       <- running result mod 10, and the steps still to go
+  At dor -7 go fim.
+  Alternatively, 3-7 is 10+3-7.        <- transition, triggered by a subtraction whose left side is smaller
+  3-7=6, 3 left.
+  At fim +2 go bak.
+  6+2=8, 2 left.
+  Wait, bak was used before.           <- re-verification, triggered by a fact the walk already visited
+  <blank line>                         <- a paragraph break follows every "Wait" line ("\\n\\n" in the text)
+  At bak +3 go dor.
+  8+3=1, 1 left.
+  At dor -7 go fim.
+  1-7=4, 0 left.
   </think>
-  \\boxed{5}
+  \\boxed{4}
 
-Every sentence kind is triggered by a condition the model can see, so greedy decoding can learn it.
-Splits: a problem belongs to the split given by a hash of its prompt text (test 0-1, val 2-3, train
-4-99 of 100), so train / val / test never share a prompt, whatever seeds produced them.
+A result of 0 adds "Wait, a+b=0 is right." (re-verification of the line above). Every look-up needs a
+fact from the prompt (or from the trace's earlier visit), found by the name just written: a plain copy
+after a match, the retrieval that KV eviction threatens. Every other sentence depends only on the last
+few lines, and every sentence kind is triggered by a condition the model can see.
 
-  /usr/bin/python3 tools/testbed/gen.py --split test --n 500 --seed 7 --out test.jsonl
+Names come from a fixed pool of 40 three-letter words, so that the tokenizer learns each " name" as one
+token. Splits: a problem belongs to the split given by a hash of its prompt text (test 0-1, val 2-3,
+train 4-99 of 100), so train / val / test never share a prompt, whatever seeds produced them.
+
+  /usr/bin/python3 tools/testbed/gen.py --split test --n 500 --seed 0 --format eval \\
+      --out data/datasets/testbed_test.jsonl
 """
 import argparse
 import hashlib
 import json
 import random
 
-CONS = "bdfgklmnprstvz"
-VOWS = "aeiou"
+NAME_POOL = ("bak dor fim gul hes jav kel lom mip nur pav rog sut tib vex wol yad zen bop cug dak "
+             "fep gom hix jur kov lib mek nas pek rux sol tev vim wex yul zor bem cid tan").split()
+assert len(NAME_POOL) == len(set(NAME_POOL)) == 40
 
 
 def names(rng, n):
-    """n distinct 3-letter consonant-vowel-consonant names."""
-    out = set()
-    while len(out) < n:
-        out.add(rng.choice(CONS) + rng.choice(VOWS) + rng.choice(CONS))
-    return sorted(out, key=lambda s: rng.random())
+    """n distinct names from the pool, in random order."""
+    return rng.sample(NAME_POOL, n)
 
 
 def split_of(prompt):
@@ -52,49 +59,55 @@ def split_of(prompt):
     return "test" if h < 2 else "val" if h < 4 else "train"
 
 
-def make_problem(rng, n_facts, n_terms):
-    """Returns (prompt, trace, answer, kinds); kinds[i] is the kind of trace line i."""
+def fact_line(k, sign, v, nxt):
+    return f"At {k} {sign}{v} go {nxt}."
+
+
+def make_problem(rng, n_facts, n_steps):
+    """Returns (prompt, trace, answer, kinds); kinds[i] is the kind of trace line i.
+
+    The walk's cycle holds between half and all of the n_facts names; the others link among themselves
+    (distractors). Facts are listed in random order."""
     ns = names(rng, n_facts)
-    val = {k: rng.randrange(10) for k in ns}
-    terms = [rng.choice(ns) for _ in range(n_terms)]
-    ops = ["+"] + [rng.choice("+-") for _ in range(n_terms - 1)]
-    expr = terms[0] + "".join(o + t for o, t in zip(ops[1:], terms[1:]))
-    prompt = "Facts:\n" + "".join(f"{k}={val[k]}.\n" for k in ns) + f"Task: {expr}.\n<think>\n"
+    c = rng.randint((n_facts + 1) // 2, n_facts)
+    cyc, rest = ns[:c], ns[c:]
+    nxt = {cyc[i]: cyc[(i + 1) % c] for i in range(c)}
+    for i, k in enumerate(rest):
+        nxt[k] = rest[(i + 1) % len(rest)]
+    fact = {k: ("-" if rng.random() < 0.4 else "+", rng.randint(1, 9)) for k in ns}
+    order = ns[:]
+    rng.shuffle(order)
+    prompt = ("Facts:\n" + "".join(fact_line(k, *fact[k], nxt[k]) + "\n" for k in order)
+              + f"Task: start at {cyc[0]}, {n_steps} steps.\n<think>\n")
     lines, kinds = [], []
 
     def say(s, kind):
         lines.append(s)
         kinds.append(kind)
 
-    acc = None
-    used = set()
-    for i, (op, t) in enumerate(zip(ops, terms)):
-        if t in used:
-            say(f"Wait, {t} was used before.", "wait")
+    acc, cur, seen = 0, cyc[0], set()
+    for left in range(n_steps - 1, -1, -1):
+        if cur in seen:
+            say(f"Wait, {cur} was used before.", "wait")
             say("", "blank")
-        used.add(t)
-        say(f"{t}={val[t]}.", "lookup")
-        v = val[t]
-        if acc is None:
-            say(f"Start {v}.", "arith")
-            acc = v
-            continue
-        if op == "-" and acc < v:
+        seen.add(cur)
+        sign, v = fact[cur]
+        say(fact_line(cur, sign, v, nxt[cur]), "lookup")
+        if sign == "-" and acc < v:
             say(f"Alternatively, {acc}-{v} is 10+{acc}-{v}.", "alt")
-        new = (acc + v) % 10 if op == "+" else (acc - v) % 10
-        line = f"{acc}{op}{v}={new}."
-        say(line, "arith")
+        new = (acc + v) % 10 if sign == "+" else (acc - v) % 10
+        say(f"{acc}{sign}{v}={new}, {left} left.", "arith")
         if new == 0:
-            say(f"Wait, {line[:-1]} is right.", "wait")
+            say(f"Wait, {acc}{sign}{v}=0 is right.", "wait")
             say("", "blank")
-        acc = new
+        acc, cur = new, nxt[cur]
     say("</think>", "end")
     say(f"\\boxed{{{acc}}}", "answer")
     return prompt, "\n".join(lines) + "\n", acc, kinds
 
 
-def generate(split, n, seed, facts=(8, 24), terms=(20, 60)):
-    """n problems of `split`, deterministic in (split, n, seed, facts, terms)."""
+def generate(split, n, seed, facts=(8, 24), terms=(12, 40)):
+    """n problems of `split`, deterministic in (split, n, seed, facts, terms); terms = walk steps."""
     rng = random.Random(f"{split}:{seed}")
     out = []
     while len(out) < n:
@@ -113,10 +126,15 @@ def main():
     ap.add_argument("--n", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--facts", type=int, nargs=2, default=[8, 24])
-    ap.add_argument("--terms", type=int, nargs=2, default=[20, 60])
+    ap.add_argument("--terms", type=int, nargs=2, default=[12, 40], help="walk steps")
     ap.add_argument("--out", default="")
+    ap.add_argument("--format", choices=["full", "eval"], default="full",
+                    help="full: prompt, trace, answer, kinds; eval: id, prompt, answer (a `skipkv eval` dataset)")
     a = ap.parse_args()
     probs = generate(a.split, a.n, a.seed, tuple(a.facts), tuple(a.terms))
+    if a.format == "eval":
+        probs = [{"id": f"testbed-{a.split}-{i}", "prompt": p["prompt"], "answer": str(p["answer"])}
+                 for i, p in enumerate(probs)]
     text = "".join(json.dumps(p) + "\n" for p in probs)
     if a.out:
         with open(a.out, "w") as f:

@@ -30,12 +30,13 @@ from qwen2 import Qwen2Config, Qwen2ForCausalLM  # noqa: E402
 
 
 def lookup_problem(rng, n_facts, n_queries):
-    """The pure look-up task: the same fact format, a query list, and a trace of look-up lines."""
+    """The pure look-up task: the same fact format, a query list, and a trace of the queried facts."""
     ns = gen.names(rng, n_facts)
-    val = {k: rng.randrange(10) for k in ns}
+    fact = {k: ("-" if rng.random() < 0.4 else "+", rng.randint(1, 9), rng.choice(ns)) for k in ns}
     qs = [rng.choice(ns) for _ in range(n_queries)]
-    prompt = "Facts:\n" + "".join(f"{k}={val[k]}.\n" for k in ns) + f"Look up: {','.join(qs)}.\n<think>\n"
-    lines = [f"{q}={val[q]}." for q in qs]
+    prompt = ("Facts:\n" + "".join(gen.fact_line(k, *fact[k]) + "\n" for k in ns)
+              + f"Look up: {' '.join(qs)}.\n<think>\n")
+    lines = [gen.fact_line(q, *fact[q]) for q in qs]
     return prompt, "\n".join(lines) + "\n", ["lookup"] * len(lines)
 
 
@@ -56,11 +57,13 @@ def encode_example(tok, prompt, trace, kinds):
     lines = trace.split("\n")
     o = 0
     for line, kind in zip(lines, kinds):
-        if kind == "lookup":
-            c = o + line.index("=") + 1
-            probes[c] = "lookup"
-        elif kind == "arith" and "=" in line:
+        if kind == "lookup":  # "At bak +3 go dor.": the value digit and the next name
+            g = line.index(" go ")
+            probes[o + g - 1] = "lookup"
+            probes[o + g + 3] = "next"
+        elif kind == "arith":  # "3+7=0, 24 left.": the result digit and the count
             probes[o + line.index("=") + 1] = "arith"
+            probes[o + line.index(", ") + 2] = "left"
         elif kind in ("wait", "alt"):
             probes[o] = kind
         o += len(line) + 1
@@ -126,22 +129,22 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokenizer", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--steps", type=int, default=6000)
-    ap.add_argument("--bs", type=int, default=16)
+    ap.add_argument("--steps", type=int, default=2400)
+    ap.add_argument("--bs", type=int, default=8)
     ap.add_argument("--ctx", type=int, default=2048)
-    ap.add_argument("--d", type=int, default=192)
+    ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--heads", type=int, default=6)
+    ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--ffn", type=int, default=512)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--warmup", type=int, default=100)
-    ap.add_argument("--hold-until", type=float, default=0.95, help="look-up accuracy that ends the LR hold")
+    ap.add_argument("--hold-until", type=float, default=0.98, help="look-up accuracy that ends the LR hold")
     ap.add_argument("--lookup-frac", type=float, default=0.3)
     ap.add_argument("--facts", type=int, nargs=2, default=[8, 24])
-    ap.add_argument("--terms", type=int, nargs=2, default=[20, 60])
+    ap.add_argument("--terms", type=int, nargs=2, default=[12, 40], help="walk steps")
     ap.add_argument("--facts0", type=int, default=3)
     ap.add_argument("--terms0", type=int, default=3)
-    ap.add_argument("--curriculum", type=int, default=3000, help="steps to reach the full problem sizes")
+    ap.add_argument("--curriculum", type=int, default=1200, help="steps to reach the full problem sizes")
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--ckpt-every", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)

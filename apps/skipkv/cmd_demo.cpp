@@ -1,0 +1,186 @@
+// `skipkv demo`: every KV method on the embedded testbed (issue 13 item 5).
+//
+//   skipkv demo [--limit 40] [--batch-size 8] [--fractions 0.2,0.35,0.5] [-o skipkv-demo.jsonl]
+//
+// Two sweeps over the testbed's test split (src/eval, the code `skipkv eval`
+// runs), one loaded model, one results file:
+//   1. FullKV, whose mean generated length L sets the budgets;
+//   2. every method at budgets round(f * L) for each fraction f.
+// Then a table per (method, budget): accuracy, mean generated tokens, peak KV
+// memory and compressions. The results file is appended per finished batch and
+// a rerun resumes from it, as `skipkv eval` does.
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "command_registry.h"
+#include "engine_options.h"
+#include "eval/dataset.h"
+#include "eval/presets.h"
+#include "eval/results.h"
+#include "eval/sweep.h"
+#include "eval_cli.h"
+
+namespace skipkv::cli {
+namespace {
+
+struct DemoOptions {
+  std::string model = ":testbed:";
+  int threads = 0;
+  std::string data_dir = eval::DefaultDataDir();
+  int64_t limit = 40;
+  int batch_size = 8;
+  std::string methods = "streaming,h2o,snapkv,rkv,skipkv";
+  std::string fractions = "0.2,0.35,0.5";
+  int64_t interval = 32;
+  std::string pad_policy = "ragged";
+  std::string output = "skipkv-demo.jsonl";
+  bool quiet = false;
+};
+
+int Fail(const std::string& msg) {
+  std::fprintf(stderr, "skipkv demo: %s\n", msg.c_str());
+  return 1;
+}
+
+// Mean output tokens of the fullkv rows.
+double MeanFullLength(const std::vector<nlohmann::json>& rows) {
+  double sum = 0;
+  int64_t n = 0;
+  for (const auto& r : rows) {
+    if (r["method"] != "fullkv") continue;
+    sum += r["output_tokens"].get<double>();
+    ++n;
+  }
+  return n > 0 ? sum / static_cast<double>(n) : 0;
+}
+
+void PrintTable(const std::vector<nlohmann::json>& summary, double full_len) {
+  std::printf("%-10s %7s %8s %9s %11s %12s %12s\n", "method", "budget", "of trace", "accuracy", "mean tokens",
+              "peak KV KiB", "compressions");
+  for (const auto& s : summary) {
+    const int64_t budget = s["budget"].get<int64_t>();
+    char share[16] = "-";
+    if (budget > 0 && full_len > 0) std::snprintf(share, sizeof share, "%.0f%%", 100.0 * budget / full_len);
+    std::printf("%-10s %7s %8s %8.1f%% %11.1f %12.1f %12.1f\n", s["method"].get<std::string>().c_str(),
+                budget > 0 ? std::to_string(budget).c_str() : "full", share, s["pass@1"].get<double>(),
+                s["tokens_mean"].get<double>(), s["kv_peak_bytes_max"].get<double>() / 1024.0,
+                s.contains("compressions_mean") ? s["compressions_mean"].get<double>() : 0.0);
+  }
+}
+
+int RunDemo(const DemoOptions& o) {
+  if (o.limit < 1) return Fail("--limit (" + std::to_string(o.limit) + ") must be >= 1");
+  if (o.batch_size < 1) return Fail("--batch-size (" + std::to_string(o.batch_size) + ") must be >= 1");
+  if (o.interval < 1) return Fail("--interval (" + std::to_string(o.interval) + ") must be >= 1");
+  std::vector<double> fractions;
+  for (const auto& f : SplitComma(o.fractions)) {
+    char* end = nullptr;
+    const double v = std::strtod(f.c_str(), &end);
+    if (end != f.c_str() + f.size() || !(v > 0 && v <= 1))
+      return Fail("--fractions: '" + f + "' is not a number in (0, 1]");
+    fractions.push_back(v);
+  }
+  if (fractions.empty()) return Fail("--fractions is empty");
+  const std::vector<std::string> methods = SplitComma(o.methods);
+  const std::vector<std::string> overrides = {"interval=" + std::to_string(o.interval)};
+  for (const auto& m : methods) {  // check names and overrides before loading anything
+    auto p = eval::MakePreset(m, 1024, m == "fullkv" ? std::vector<std::string>{} : overrides);
+    if (!p.ok()) return Fail(p.status().message());
+  }
+
+  auto spec = eval::ResolveDataset("testbed", o.data_dir, "", "", "");
+  if (!spec.ok()) return Fail(spec.status().message());
+  auto loaded = eval::LoadDataset(*spec, false);
+  if (!loaded.ok()) return Fail(loaded.status().message());
+  eval::SweepConfig c;
+  c.dataset = *spec;
+  c.problems = std::move(loaded->problems);
+  if (static_cast<size_t>(o.limit) < c.problems.size()) c.problems.resize(o.limit);
+  c.prompt = eval::PromptStyle::kPlain;
+  c.max_gen = spec->max_gen;
+  c.batch_size = o.batch_size;
+  c.output = o.output;
+  c.model_path = o.model;
+
+  auto eo = CommonEngineOptions(o.model, "", o.threads, "f16", 512);
+  if (!eo.ok()) return Fail(eo.status().message());
+  auto pad = ParsePadPolicy(o.pad_policy);
+  if (!pad.ok()) return Fail(pad.status().message());
+  eo->kv.pad_policy = *pad;
+  eo->batch_size = o.batch_size;
+  eo->sort_by_length = false;
+  auto engine = Engine::Create(*eo);
+  if (!engine.ok()) return Fail(engine.status().ToString());
+
+  SweepBar bar(o.quiet);
+  auto progress = [&](const eval::SweepProgress& p) { bar.Update(p); };
+  if (!o.quiet)
+    std::fprintf(stderr, "skipkv demo: %s, %zu testbed problems, batch %d, %s batches -> %s\n",
+                 (*engine)->info().name.c_str(), c.problems.size(), o.batch_size, o.pad_policy.c_str(),
+                 o.output.c_str());
+  // 1. FullKV: its mean trace length sets the budgets.
+  auto full = eval::MakePreset("fullkv", 0, {});
+  if (!full.ok()) return Fail(full.status().message());
+  c.pairs = {*full};
+  auto full_res = eval::RunSweep(c, **engine, progress);
+  if (!full_res.ok()) return Fail(full_res.status().message());
+  const double full_len = MeanFullLength(full_res->rows);
+  std::vector<int64_t> budgets;
+  for (double f : fractions) budgets.push_back(static_cast<int64_t>(std::lround(f * full_len)));
+  if (!o.quiet) {
+    std::fprintf(stderr, "skipkv demo: FullKV mean trace %.0f tokens -> budgets", full_len);
+    for (size_t i = 0; i < budgets.size(); ++i)
+      std::fprintf(stderr, " %lld (%.0f%%)", static_cast<long long>(budgets[i]), 100 * fractions[i]);
+    std::fprintf(stderr, ", compression interval %lld\n", static_cast<long long>(o.interval));
+  }
+  // 2. Every method at every budget, one sweep (batches mix methods in ragged mode).
+  c.pairs.clear();
+  for (const auto& m : methods) {
+    for (int64_t b : budgets) {
+      auto p = eval::MakePreset(m, b, overrides);
+      if (!p.ok()) return Fail(p.status().message());
+      c.pairs.push_back(*p);
+    }
+  }
+  auto res = eval::RunSweep(c, **engine, progress);
+  if (!res.ok()) return Fail(res.status().message());
+  std::vector<nlohmann::json> rows = full_res->rows;
+  rows.insert(rows.end(), res->rows.begin(), res->rows.end());
+  PrintTable(eval::Summarize(rows), full_len);
+  if (!o.quiet) std::fprintf(stderr, "skipkv demo: rows in %s (skipkv eval summary reads them)\n", o.output.c_str());
+  return 0;
+}
+
+CommandRegistrar reg(
+    "demo", "Every KV method on the embedded testbed: accuracy, length and KV memory at three budgets",
+    [](CLI::App& sub) {
+      auto o = std::make_shared<DemoOptions>();
+      sub.add_option("-m,--model", o->model,
+                     "Model (default: the embedded testbed, :testbed:; any model trained on the testbed task)")
+          ->capture_default_str();
+      sub.add_option("-t,--threads", o->threads, "Worker threads (0 = all cores)")->capture_default_str();
+      sub.add_option("--data-dir", o->data_dir, "Where datasets/testbed_test.jsonl lives")->capture_default_str();
+      sub.add_option("--limit", o->limit, "Test problems to run (the split has 500)")->capture_default_str();
+      sub.add_option("--batch-size", o->batch_size, "Requests per batch")->capture_default_str();
+      sub.add_option("--methods", o->methods, "Methods besides FullKV (eval presets)")->capture_default_str();
+      sub.add_option("--fractions", o->fractions, "Budgets as fractions of FullKV's mean generated length")
+          ->capture_default_str();
+      sub.add_option("--interval", o->interval,
+                     "Compression interval Δt of every method (the testbed's traces are ~10x shorter than "
+                     "R1's, so the paper's 128 is scaled down)")
+          ->capture_default_str();
+      sub.add_option("--pad-policy", o->pad_policy, "ragged or padded (left-padded batches)")
+          ->capture_default_str();
+      sub.add_option("-o,--output", o->output, "Results JSONL (appended; a rerun resumes)")
+          ->capture_default_str();
+      sub.add_flag("-q,--quiet", o->quiet, "No progress on stderr");
+      return [o]() { return RunDemo(*o); };
+    });
+
+}  // namespace
+}  // namespace skipkv::cli

@@ -1,0 +1,55 @@
+// Runs the built `skipkv` binary for e2e tests: arguments quoted, no shell
+// expansion, stdout and stderr captured through files in a per-process
+// temporary directory.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace skipkv::e2e {
+
+inline const std::string kBinary = std::string(SKIPKV_BINARY_DIR) + "/apps/skipkv/skipkv";
+
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A fresh directory for this test process (under gtest's TempDir).
+inline std::string TestDir(const std::string& name) {
+  const std::string d = ::testing::TempDir() + "/skipkv_" + name + "_" + std::to_string(::getpid());
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+struct CmdResult {
+  int exit_code = -1;  // -1: killed by a signal
+  std::string out, err;
+};
+
+inline CmdResult RunSkipkv(const std::string& dir, const std::vector<std::string>& args) {
+  static int n = 0;
+  const std::string out = dir + "/out" + std::to_string(n) + ".txt";
+  const std::string err = dir + "/err" + std::to_string(n++) + ".txt";
+  std::string cmd = kBinary;
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += " >" + out + " 2>" + err;
+  const int status = std::system(cmd.c_str());
+  CmdResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadAll(out);
+  r.err = ReadAll(err);
+  return r;
+}
+
+}  // namespace skipkv::e2e
