@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench_subcommands.h"
+#include "eval_cli.h"
 #include "engine_options.h"
 #include "eval/dataset.h"
 #include "eval/presets.h"
@@ -54,14 +55,6 @@ int Fail(const std::string& msg) {
   return 1;
 }
 
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 struct Timed {
   int64_t batch = 0;
   double latency_s = 0, tokens_per_s = 0;
@@ -85,7 +78,7 @@ int RunThroughput(const ThroughputOptions& o) {
   const int64_t max_length = o.max_length > 0 ? o.max_length : spec->max_gen;
 
   std::vector<eval::MethodPreset> presets;
-  for (const auto& m : Split(o.methods)) {
+  for (const auto& m : SplitComma(o.methods)) {
     auto p = eval::MakePreset(m, o.budget, o.overrides);
     if (!p.ok()) return Fail(p.status().message());
     presets.push_back(*p);

@@ -37,19 +37,24 @@ struct CmdResult {
   std::string out, err;
 };
 
-inline CmdResult RunSkipkv(const std::string& dir, const std::vector<std::string>& args) {
+// Runs a shell command line; its stdout and stderr go to files in `dir`.
+inline CmdResult RunShell(const std::string& dir, const std::string& cmdline) {
   static int n = 0;
   const std::string out = dir + "/out" + std::to_string(n) + ".txt";
   const std::string err = dir + "/err" + std::to_string(n++) + ".txt";
-  std::string cmd = kBinary;
-  for (const auto& a : args) cmd += " '" + a + "'";
-  cmd += " >" + out + " 2>" + err;
-  const int status = std::system(cmd.c_str());
+  const int status = std::system((cmdline + " >" + out + " 2>" + err).c_str());
   CmdResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = ReadAll(out);
   r.err = ReadAll(err);
   return r;
+}
+
+// Runs skipkv with `args`, each single-quoted (no shell expansion).
+inline CmdResult RunSkipkv(const std::string& dir, const std::vector<std::string>& args) {
+  std::string cmd = kBinary;
+  for (const auto& a : args) cmd += " '" + a + "'";
+  return RunShell(dir, cmd);
 }
 
 }  // namespace skipkv::e2e

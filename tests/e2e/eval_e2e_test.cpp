@@ -31,16 +31,13 @@
 
 #include "steer/steering_vector.h"
 
+#include "cli_runner.h"
+
 namespace {
 
-const std::string kBinary = std::string(SKIPKV_BINARY_DIR) + "/apps/skipkv/skipkv";
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using skipkv::e2e::CmdResult;
+using skipkv::e2e::kBinary;
+using skipkv::e2e::ReadAll;
 
 std::string Dir() {
   static const std::string dir = [] {
@@ -51,28 +48,8 @@ std::string Dir() {
   return dir;
 }
 
-struct CmdResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
 // Runs skipkv with `args` (no shell), stdout/stderr to files.
-CmdResult Skipkv(const std::vector<std::string>& args) {
-  static int n = 0;
-  const std::string out = Dir() + "/out" + std::to_string(n) + ".txt";
-  const std::string err = Dir() + "/err" + std::to_string(n++) + ".txt";
-  const std::string cmd = [&] {
-    std::string c = kBinary;
-    for (const auto& a : args) c += " '" + a + "'";
-    return c + " >" + out + " 2>" + err;
-  }();
-  const int status = std::system(cmd.c_str());
-  CmdResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadAll(out);
-  r.err = ReadAll(err);
-  return r;
-}
+CmdResult Skipkv(const std::vector<std::string>& args) { return skipkv::e2e::RunSkipkv(Dir(), args); }
 
 // Six short problems the tiny story model cannot solve; the grading of its
 // stories still runs on every row.

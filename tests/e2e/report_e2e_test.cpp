@@ -23,18 +23,14 @@
 #include <string>
 #include <vector>
 
+#include "cli_runner.h"
 #include "prereq.h"
 
 namespace {
 
-const std::string kBinary = std::string(SKIPKV_BINARY_DIR) + "/apps/skipkv/skipkv";
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using skipkv::e2e::CmdResult;
+using skipkv::e2e::kBinary;
+using skipkv::e2e::ReadAll;
 
 std::string Dir() {
   static const std::string dir = [] {
@@ -45,23 +41,8 @@ std::string Dir() {
   return dir;
 }
 
-struct CmdResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
 // Runs a shell command line, stdout/stderr to files.
-CmdResult Shell(const std::string& cmd) {
-  static int n = 0;
-  const std::string out = Dir() + "/out" + std::to_string(n) + ".txt";
-  const std::string err = Dir() + "/err" + std::to_string(n++) + ".txt";
-  const int status = std::system((cmd + " >" + out + " 2>" + err).c_str());
-  CmdResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadAll(out);
-  r.err = ReadAll(err);
-  return r;
-}
+CmdResult Shell(const std::string& cmd) { return skipkv::e2e::RunShell(Dir(), cmd); }
 
 CmdResult Skipkv(const std::string& args) { return Shell(kBinary + " " + args); }
 
