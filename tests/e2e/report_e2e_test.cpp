@@ -148,7 +148,9 @@ TEST(EvalReportE2eTest, BothPagesRenderInHeadlessChromium) {
   if (!HasMatplotlib()) SKIPKV_MISSING_PREREQ("python3-matplotlib (Debian's /usr/bin/python3)");
   if (!HasChromium()) SKIPKV_MISSING_PREREQ("chromium (Debian's headless browser)");
   const std::string d = SweepDir();
-  if (!std::filesystem::exists(d + "/report.html")) ASSERT_EQ(Skipkv("eval report " + d).exit_code, 0);
+  if (!std::filesystem::exists(d + "/report.html")) {
+    ASSERT_EQ(Skipkv("eval report " + d).exit_code, 0);
+  }
   const std::string chromium = "chromium --headless --no-sandbox --disable-gpu --hide-scrollbars ";
 
   const CmdResult dom = Shell(chromium + "--dump-dom file://" + d + "/report.html");
