@@ -164,16 +164,9 @@ int RunSweepCommand(SweepOptions& o) {
   c.batch_size = o.batch_size;
   c.output = o.output;
   c.model_path = o.model;
-  std::vector<int64_t> budgets;
-  for (const auto& b : SplitComma(o.budgets)) {
-    try {
-      size_t used = 0;
-      budgets.push_back(std::stoll(b, &used));
-      if (used != b.size()) throw std::invalid_argument(b);
-    } catch (...) {
-      return Fail("--budgets: '" + b + "' is not an integer");
-    }
-  }
+  auto parsed_budgets = ParseBudgetList(o.budgets);
+  if (!parsed_budgets.ok()) return Fail(parsed_budgets.status().message());
+  const std::vector<int64_t>& budgets = *parsed_budgets;
   auto vector = o.steer.Vector();
   if (!vector.ok()) return Fail(vector.status().message());
   for (const auto& m : SplitComma(o.methods)) {

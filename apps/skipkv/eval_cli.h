@@ -1,11 +1,14 @@
-// Shared by `skipkv eval` and `skipkv demo`: the sweep's progress line
-// (done/total, ETA, running accuracy per (method, budget)) and list options.
+// Shared by the eval-family commands (eval, eval fidelity, demo, bench
+// throughput): the sweep's progress line (done/total, ETA, running accuracy
+// per (method, budget)) and comma-separated list options.
 #pragma once
 
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdint>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,22 @@ inline std::vector<std::string> SplitComma(const std::string& s) {
   for (std::string item; std::getline(ss, item, ',');)
     if (!item.empty()) out.push_back(item);
   return out;
+}
+
+// "--budgets 512,1024" -> {512, 1024}; InvalidArgument naming the item that is
+// not an integer.
+inline StatusOr<std::vector<int64_t>> ParseBudgetList(const std::string& s) {
+  std::vector<int64_t> budgets;
+  for (const auto& b : SplitComma(s)) {
+    try {
+      size_t used = 0;
+      budgets.push_back(std::stoll(b, &used));
+      if (used != b.size()) throw std::invalid_argument(b);
+    } catch (...) {
+      return InvalidArgument("--budgets: '" + b + "' is not an integer");
+    }
+  }
+  return budgets;
 }
 
 // A progress line on stderr: redrawn in place on a terminal (at most 4 times

@@ -16,6 +16,7 @@
 #include "eval/fidelity.h"
 #include "eval/presets.h"
 #include "eval/provenance.h"
+#include "eval_cli.h"
 #include "eval_subcommands.h"
 
 namespace skipkv::cli {
@@ -40,34 +41,19 @@ int Fail(const std::string& msg) {
   return 1;
 }
 
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 int RunFidelityCommand(const FidelityOptions& o) {
   if (o.text.empty()) return Fail("--text is required (a text file to force)");
   if (o.methods.empty()) return Fail("--methods is required (e.g. fullkv,rkv,skipkv)");
   std::ifstream in(o.text, std::ios::binary);
   if (!in) return Fail("cannot open text file '" + o.text + "'");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<int64_t> budgets;
-  for (const auto& b : Split(o.budgets)) {
-    try {
-      size_t used = 0;
-      budgets.push_back(std::stoll(b, &used));
-      if (used != b.size()) throw std::invalid_argument(b);
-    } catch (...) {
-      return Fail("--budgets: '" + b + "' is not an integer");
-    }
-  }
+  auto parsed_budgets = ParseBudgetList(o.budgets);
+  if (!parsed_budgets.ok()) return Fail(parsed_budgets.status().message());
+  const std::vector<int64_t>& budgets = *parsed_budgets;
   eval::FidelityConfig c;
   c.prompt_tokens = o.prompt_tokens;
   c.max_tokens = o.max_tokens;
-  for (const auto& m : Split(o.methods)) {
+  for (const auto& m : SplitComma(o.methods)) {
     auto probe = eval::MakePreset(m, budgets.empty() ? 1024 : budgets[0], o.overrides);
     if (!probe.ok()) return Fail(probe.status().message());
     if (probe->full()) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,6 +56,21 @@ inline CmdResult RunSkipkv(const std::string& dir, const std::vector<std::string
   std::string cmd = kBinary;
   for (const auto& a : args) cmd += " '" + a + "'";
   return RunShell(dir, cmd);
+}
+
+// Six short word problems ({"q", "a", "id"} lines) written to `dir`/six.jsonl:
+// the sweeps of the e2e tests run them on the embedded story model, which
+// cannot solve them, so every row goes through grading.
+inline std::string WriteSixProblems(const std::string& dir) {
+  const std::string path = dir + "/six.jsonl";
+  std::ofstream f(path);
+  const char* qs[] = {"Tom has 2 apples and gets 3 more. How many apples?", "What is 7 times 6?",
+                      "Lily saw 5 birds. 2 flew away. How many are left?",  "What is 10 minus 4?",
+                      "A cat has 4 legs. How many legs do 2 cats have?",    "What is 9 plus 9?"};
+  const char* as[] = {"5", "42", "3", "6", "8", "18"};
+  for (int i = 0; i < 6; ++i)
+    f << nlohmann::json{{"q", qs[i]}, {"a", as[i]}, {"id", "p" + std::to_string(i)}}.dump() << "\n";
+  return path;
 }
 
 }  // namespace skipkv::e2e

@@ -53,17 +53,7 @@ CmdResult Skipkv(const std::vector<std::string>& args) { return skipkv::e2e::Run
 
 // Six short problems the tiny story model cannot solve; the grading of its
 // stories still runs on every row.
-std::string Dataset() {
-  const std::string path = Dir() + "/six.jsonl";
-  std::ofstream f(path);
-  const char* qs[] = {"Tom has 2 apples and gets 3 more. How many apples?", "What is 7 times 6?",
-                      "Lily saw 5 birds. 2 flew away. How many are left?",  "What is 10 minus 4?",
-                      "A cat has 4 legs. How many legs do 2 cats have?",    "What is 9 plus 9?"};
-  const char* as[] = {"5", "42", "3", "6", "8", "18"};
-  for (int i = 0; i < 6; ++i)
-    f << nlohmann::json{{"q", qs[i]}, {"a", as[i]}, {"id", "p" + std::to_string(i)}}.dump() << "\n";
-  return path;
-}
+std::string Dataset() { return skipkv::e2e::WriteSixProblems(Dir()); }
 
 std::vector<std::string> SweepArgs(const std::string& output, const std::vector<std::string>& extra = {},
                                    const std::string& max_gen = "48") {
