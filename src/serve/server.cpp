@@ -298,6 +298,10 @@ void Server::Impl::EngineLoop() {
         inbox_cv_.wait_for(lock, std::chrono::milliseconds(50),
                            [&] { return !inbox_.empty() || stop_engine_; });
       incoming.swap(inbox_);
+      // The moved jobs still wait, now on the engine's side: count them until
+      // the stats published after this step replace the figure, or a request
+      // arriving in between would find the queue empty (max_queue overrun).
+      engine_waiting_ += static_cast<int64_t>(incoming.size());
       stop = stop_engine_;
     }
     for (auto& job : incoming) {
