@@ -17,12 +17,23 @@
 # "hwy/...", files of the same directory without a slash) are not. A
 # directory of src/ missing from the order is an error, so a new layer is
 # placed on purpose.
+#
+# Apps sit on the public API (issue 15 item 5): a file under apps/ may include
+# include/skipkv/ ("skipkv/..."), its own directory's headers and the layers
+# above the engine (eval, serve: libraries that are themselves clients of the
+# public API), but no header of the engine or a layer below it ("io/...",
+# "engine/...", ...) unless it is a tool that is internal by nature and says
+# so: a comment line starting with "// Internal tool:" before its first
+# #include (convert, make-model, inspect, tokenize, steer-extract).
 cmake_minimum_required(VERSION 3.25)
 if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source tree> -P check_layers.cmake")
 endif()
 
 set(order util tensor io tokenizer kernels kv_storage model kv kv_policies steer engine eval serve apps)
+# Apps may include layers above this one without the internal-tool marker.
+set(public_api_layer engine)
+set(internal_marker "// Internal tool:")
 # Public headers below engine: sequence_hooks.h declares the per-sequence
 # hook interface over kv and model types; steer implements it, engine calls it.
 # steering.h is SteeringConfig, which the steer layer's hooks read.
@@ -82,6 +93,20 @@ foreach(f ${files})
   if(own_rank LESS 0)
     continue()  # reported above as a directory outside the order
   endif()
+  # apps/: internal tools say so before their first #include.
+  set(internal_tool FALSE)
+  if(own STREQUAL "apps")
+    file(READ ${ROOT}/${f} head)
+    string(FIND "${head}" "#include" first_include)
+    if(first_include GREATER 0)
+      string(SUBSTRING "${head}" 0 ${first_include} head)
+    endif()
+    string(FIND "${head}" "\n${internal_marker}" marker_pos)
+    string(FIND "${head}" "${internal_marker}" marker_start)
+    if(marker_pos GREATER_EQUAL 0 OR marker_start EQUAL 0)
+      set(internal_tool TRUE)
+    endif()
+  endif()
   # One list element per line: ';' and brackets would split or join CMake
   # list elements, so they are neutralised first (line numbers stay exact).
   file(READ ${ROOT}/${f} text)
@@ -105,6 +130,12 @@ foreach(f ${files})
     if(dep_rank GREATER own_rank)
       string(APPEND errors "${f}:${lineno}: includes \"${inc}\": layer ${own} may not include layer ${dep} (above it)\n")
       math(EXPR n_errors "${n_errors} + 1")
+    elseif(own STREQUAL "apps" AND NOT internal_tool AND NOT inc MATCHES "^skipkv/")
+      list(FIND order "${public_api_layer}" api_rank)
+      if(dep_rank GREATER_EQUAL 0 AND dep_rank LESS_EQUAL api_rank)
+        string(APPEND errors "${f}:${lineno}: includes \"${inc}\": an app uses the public API (include/skipkv/) and the layers above ${public_api_layer}, not layer ${dep}; a tool that is internal by nature says so in a line \"${internal_marker} <why>\" before its includes\n")
+        math(EXPR n_errors "${n_errors} + 1")
+      endif()
     endif()
   endforeach()
 endforeach()

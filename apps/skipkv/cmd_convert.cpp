@@ -4,6 +4,8 @@
 // it, 1-D tensors stay F32 and the others follow the rule in io/model_writer.h.
 // Hugging Face directories get their tokenizer.json embedded as GGUF
 // tokenizer metadata (byte-level BPE; --r1-specials for R1-Distill-Qwen).
+// Internal tool: it reads and writes model files tensor by tensor (src/io), below the
+// public API by nature.
 #include <cstdio>
 #include <memory>
 #include <string>

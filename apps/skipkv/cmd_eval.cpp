@@ -26,8 +26,8 @@
 #include "eval/results.h"
 #include "eval/sweep.h"
 #include "eval_subcommands.h"
-#include "steer/steering_vector.h"
-#include "steer_options.h"
+#include "method_flags.h"
+#include "skipkv/steering.h"
 
 namespace skipkv::cli {
 namespace {
@@ -125,14 +125,16 @@ struct SweepOptions {
   std::string chat_template = "auto";
   int64_t max_gen = 0;
   int batch_size = 10;
-  std::string pad_policy = "ragged";
   int samples = 1;
   SamplingParams sampling;
   std::string shard = "1/1";
   std::string output;
   std::string summary;
   bool quiet = false;
-  SteerOptions steer;  // the vector of the presets that steer (seal, rkv+sentence+steering, skipkv)
+  // --pad-policy and the steering vector of the presets that steer (seal,
+  // rkv+sentence+steering, skipkv): the declared parameters of kArgEval.
+  MethodConfig method;
+  MethodFlags method_flags;
 };
 
 int RunSweepCommand(SweepOptions& o) {
@@ -167,7 +169,8 @@ int RunSweepCommand(SweepOptions& o) {
   auto parsed_budgets = ParseBudgetList(o.budgets);
   if (!parsed_budgets.ok()) return Fail(parsed_budgets.status().message());
   const std::vector<int64_t>& budgets = *parsed_budgets;
-  auto vector = o.steer.Vector();
+  if (Status st = o.method_flags.FinishKv(); !st.ok()) return Fail(st.message());
+  auto vector = o.method_flags.Vector();
   if (!vector.ok()) return Fail(vector.status().message());
   for (const auto& m : SplitComma(o.methods)) {
     auto probe = eval::MakePreset(m, budgets.empty() ? 1024 : budgets[0], o.overrides, *vector);
@@ -197,9 +200,7 @@ int RunSweepCommand(SweepOptions& o) {
 
   auto eo = CommonEngineOptions(o.model, o.tokenizer, o.threads, o.kv_type, o.n_ubatch);
   if (!eo.ok()) return Fail(eo.status().message());
-  auto pad = ParsePadPolicy(o.pad_policy);
-  if (!pad.ok()) return Fail(pad.status().message());
-  eo->kv.pad_policy = *pad;
+  eo->kv.pad_policy = o.method.kv.pad_policy;
   eo->batch_size = o.batch_size;
   eo->sort_by_length = false;  // the sweep groups per method (presets with grouping)
   eo->n_ctx = o.n_ctx;
@@ -209,13 +210,11 @@ int RunSweepCommand(SweepOptions& o) {
   // The steering vector against the model, before anything is written (the
   // engine would check it only when a batch with a steering method starts).
   if (vector->enabled) {
-    auto cv = LoadSteeringVector(vector->file);
-    if (!cv.ok()) return Fail(cv.status().ToString());
     for (const auto& p : c.pairs) {
       if (!p.method.steer.enabled) continue;
-      const Status st = ValidateControlVectorForModel(*cv, vector->file, p.method.steer.layer,
-                                                      (*engine)->info().n_layers, (*engine)->info().d_model);
-      if (!st.ok()) return Fail("method '" + p.method.name + "': " + st.message());
+      const Status st = CheckSteeringVectorFile(vector->file, p.method.steer.layer, (*engine)->info().n_layers,
+                                                (*engine)->info().d_model);
+      if (!st.ok()) return Fail("method '" + p.method.name + "': " + st.ToString());
     }
   }
   if (!o.quiet) {
@@ -285,8 +284,6 @@ CommandRegistrar reg(
           ->capture_default_str();
       sub.add_option("--batch-size", o->batch_size, "Requests per batch (the paper: 10)")
           ->capture_default_str();
-      sub.add_option("--pad-policy", o->pad_policy, "ragged or padded (left-padded batches, paper-faithful)")
-          ->capture_default_str();
       sub.add_option("--samples", o->samples, "Samples per problem (pass@1 averages them)")
           ->capture_default_str();
       sub.add_option("--temp", o->sampling.temperature, "Sampling temperature (0 = greedy)")
@@ -300,7 +297,7 @@ CommandRegistrar reg(
       sub.add_option("-o,--output", o->output, "Results JSONL (appended; a rerun resumes)");
       sub.add_option("--summary", o->summary, "Also write the metrics as a JSON file");
       sub.add_flag("-q,--quiet", o->quiet, "No progress or table on stderr");
-      o->steer.Add(sub, false);
+      o->method_flags.Add(sub, &o->method, kArgEval);
 
       auto grade_path = std::make_shared<std::string>();
       CLI::App* grade = sub.add_subcommand(

@@ -2,6 +2,8 @@
 // arrays abbreviated) and tensor table (type, shape, bytes), with totals.
 // Works on .gguf files, Hugging Face directories, llama2.c checkpoints and
 // :default: (the embedded model). --json prints the same as one JSON object.
+// Internal tool: it shows a file's raw metadata and tensor table (src/io), which the
+// public API does not expose.
 #include <cstdio>
 #include <memory>
 #include <string>

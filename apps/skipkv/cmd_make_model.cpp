@@ -2,6 +2,8 @@
 // a real architecture with random weights and a complete tokenizer, for
 // benchmarks and tests that need the shapes (and llama.cpp compatibility)
 // but not the trained weights. Presets and the weight rule: io/make_model.h.
+// Internal tool: it writes model files with random weights (src/io), below the public
+// API by nature.
 #include <cstdio>
 #include <memory>
 #include <string>

@@ -15,9 +15,9 @@
 
 #include "command_registry.h"
 #include "engine_options.h"
-#include "skipkv_options.h"
-#include "steer_options.h"
+#include "method_flags.h"
 #include "skipkv/engine.h"
+#include "skipkv/method_args.h"
 
 namespace skipkv::cli {
 namespace {
@@ -37,11 +37,8 @@ struct RunOptions {
   bool ignore_eos = false;
   int threads = 0;
   std::string kv_type = "f16";
-  KvPolicyConfig kv;
-  SkipkvOptions skipkv;  // writes kv.skipkv
-  SteerOptions steer;    // writes method.steer (and method.name for --method seal)
-  MethodConfig method;   // the name and steering of every request's method (kv from `kv`)
-  std::string pad_policy = "ragged";
+  MethodConfig method;  // every request's method: name (--method seal), kv, steer
+  MethodFlags method_flags;  // the flags of `method`'s declared parameters (skipkv/method_args.h)
   int batch_size = 0;
   bool no_sort = false;
   int n_ubatch = 512;
@@ -132,19 +129,20 @@ nlohmann::json ResultJson(const GenerationResult& r, const RunOptions& o, const 
         {"compressions", kv.compressions}, {"slots_evicted", kv.slots_evicted}, {"compress_ms", kv.compress_ms},
         {"pad_len", kv.pad_len}, {"effective_budget", kv.effective_budget},
         {"penalized_evicted", kv.penalized_evicted}}},
-      // Provenance: enough to rerun it.
+      // Provenance: enough to rerun it. The method's parameters come from
+      // their declaration (MethodArgsJson: every declared field, by key).
       {"config",
        {{"model", engine.info().path}, {"model_name", engine.info().name}, {"chat", o.chat},
-        {"chat_template", engine.info().chat_template}, {"kv_policy", r.method.kv.policy},
-        {"kv_budget", r.method.kv.budget}, {"kv_window", r.method.kv.window},
-        {"kv_interval", r.method.kv.interval}, {"mix_lambda", r.method.kv.mix_lambda}, {"kv_type", o.kv_type},
-        {"pad_policy", o.pad_policy},
+        {"chat_template", engine.info().chat_template}, {"kv_type", o.kv_type},
         {"batch_size", eo.batch_size}, {"n_ubatch", eo.n_ubatch}, {"threads", o.threads},
         {"temperature", o.sampling.temperature}, {"top_k", o.sampling.top_k}, {"top_p", o.sampling.top_p},
         {"min_p", o.sampling.min_p}, {"repeat_penalty", o.sampling.repeat_penalty},
         {"repeat_last_n", o.sampling.repeat_last_n}, {"seed", o.sampling.seed}, {"max_new_tokens", o.n_predict}}},
   };
-  if (!o.kv.trace_path.empty()) j["stream_pieces"] = StreamPieces(r, engine);
+  // The engine overwrites the pad policy and trace of a request's method with
+  // its own, so r.method holds what ran.
+  j["config"].update(nlohmann::json::parse(MethodArgsJson(r.method)));
+  if (!o.method.kv.trace_path.empty()) j["stream_pieces"] = StreamPieces(r, engine);
   return j;
 }
 
@@ -181,10 +179,7 @@ int RunGenerate(RunOptions o) {
   auto common = CommonEngineOptions(o.model, o.tokenizer, o.threads, o.kv_type, o.n_ubatch);
   if (!common.ok()) return Fail(common.status().message());
   EngineOptions eo = *common;
-  auto pad = ParsePadPolicy(o.pad_policy);
-  if (!pad.ok()) return Fail(pad.status().message());
-  o.kv.pad_policy = *pad;
-  eo.kv = o.kv;
+  eo.kv = o.method.kv;
   eo.steer = o.method.steer;
   eo.batch_size = o.batch_size;
   eo.sort_by_length = !o.no_sort;
@@ -254,7 +249,8 @@ int RunGenerate(RunOptions o) {
       std::fprintf(stderr, " budget %lld window %d interval %lld", static_cast<long long>(eo.kv.budget),
                    eo.kv.window, static_cast<long long>(eo.kv.interval));
     }
-    std::fprintf(stderr, " %s, %s\n", o.kv_type.c_str(), o.pad_policy.c_str());
+    std::fprintf(stderr, " %s, %s\n", o.kv_type.c_str(),
+                 eo.kv.pad_policy == PadPolicy::kPadded ? "padded" : "ragged");
     for (const GenerationResult& r : *results) PrintSummary(r, results->size());
     if (results->size() > 1) {
       size_t generated = 0;
@@ -306,33 +302,9 @@ CommandRegistrar reg("run", "Generate text (streams tokens; default: a story fro
   sub.add_flag("--ignore-eos", o->ignore_eos, "Keep generating through end-of-generation tokens");
   sub.add_option("-t,--threads", o->threads, "Worker threads (0 = all cores)")->capture_default_str();
   sub.add_option("--kv-type", o->kv_type, "KV cache element type: f16 or f32")->capture_default_str();
-  sub.add_option("--kv-policy", o->kv.policy,
-                 "KV eviction policy: full, streaming, h2o (= h2o_rkv), h2o_rkv, h2o_acc, snapkv, rkv, skipkv")
-      ->capture_default_str();
-  sub.add_option("--kv-budget", o->kv.budget,
-                 "B: slots kept per (layer, KV head) after a compression, window included (> --kv-window)")
-      ->capture_default_str();
-  sub.add_option("--kv-window", o->kv.window, "alpha: observation window of queries and recent slots always kept")
-      ->capture_default_str();
-  sub.add_option("--kv-interval", o->kv.interval,
-                 "Delta-t: compress when the processed length is a multiple of this (R-KV schedule)")
-      ->capture_default_str();
-  sub.add_option("--mix-lambda", o->kv.mix_lambda,
-                 "rkv, skipkv (sigma): weight of importance vs redundancy, in [0, 1]")
-      ->capture_default_str();
-  o->skipkv.Add(sub, &o->kv);
-  o->steer.Add(sub);
-  sub.add_option("--kv-trace", o->kv.trace_path,
-                 "Write the kept positions of every compression (JSONL); with --json each result line also "
-                 "carries stream_pieces (the text of every position) for `skipkv eval report --trace`");
-  sub.add_option("--kv-trace-layers", o->kv.trace_layers, "Layers the trace records, comma-separated (default: all)")
-      ->delimiter(',');
+  o->method_flags.Add(sub, &o->method, kArgRun, /*run_extras=*/true);
   sub.add_option("--batch-size", o->batch_size,
                  "ragged: most requests active at once; padded: rows per left-padded batch (0 = all)")
-      ->capture_default_str();
-  sub.add_option("--pad-policy", o->pad_policy,
-                 "ragged (continuous batching, no padding) or padded (paper-faithful left-padded batches; "
-                 "pads are kept and count against the budget)")
       ->capture_default_str();
   sub.add_flag("--no-sort", o->no_sort, "padded: batch requests in submission order, not by prompt length");
   sub.add_option("--ubatch", o->n_ubatch, "Prefill chunk: most prompt tokens per sequence per forward")
@@ -341,11 +313,8 @@ CommandRegistrar reg("run", "Generate text (streams tokens; default: a story fro
   sub.add_flag("--json", o->json, "Print one JSON result line per request instead of the text");
   sub.add_flag("-q,--quiet", o->quiet, "No summary on stderr");
   return [o] {
-    Status st = o->skipkv.Finish();
-    if (st.ok()) {
-      o->method.kv = o->kv;
-      st = o->steer.Finish(&o->method);
-    }
+    Status st = o->method_flags.FinishKv();
+    if (st.ok()) st = o->method_flags.FinishSteer();
     if (!st.ok()) return Fail(st.message());
     return RunGenerate(*o);
   };

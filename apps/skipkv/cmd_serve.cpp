@@ -12,6 +12,7 @@
 #include "command_registry.h"
 #include "engine_options.h"
 #include "serve/server.h"
+#include "method_flags.h"
 #include "skipkv/server_engine.h"
 
 namespace skipkv::cli {
@@ -25,7 +26,8 @@ struct ServeOptions {
   int n_ubatch = 512;
   int64_t n_ctx = 0;
   std::string chat_template = "auto";
-  KvPolicyConfig kv;  // the default method (requests without "kv")
+  MethodConfig method;  // the default method (requests without "kv"): its kv
+  MethodFlags method_flags;
   std::string kv_memory;
   int max_active = 0;
   bool no_mix = false;
@@ -37,11 +39,12 @@ int Fail(const std::string& msg) {
   return 1;
 }
 
-int RunServe(const ServeOptions& o) {
+int RunServe(ServeOptions& o) {
+  if (Status st = o.method_flags.FinishKv(); !st.ok()) return Fail(st.message());
   auto common = CommonEngineOptions(o.model, o.tokenizer, o.threads, o.kv_type, o.n_ubatch);
   if (!common.ok()) return Fail(common.status().message());
   EngineOptions eo = *common;
-  eo.kv = o.kv;
+  eo.kv = o.method.kv;
   eo.n_ctx = o.n_ctx;
   eo.chat_template = o.chat_template;
   ServingOptions so;
@@ -128,12 +131,8 @@ CommandRegistrar reg("serve", "OpenAI-compatible HTTP server with per-request KV
                "Alternate prefill and decode steps instead of mixing them in one forward");
   sub.add_option("-t,--threads", o->threads, "Worker threads (0 = all cores)")->capture_default_str();
   sub.add_option("--kv-type", o->kv_type, "KV cache element type: f16 or f32")->capture_default_str();
-  sub.add_option("--kv-policy", o->kv.policy, "Default method's KV policy (requests may choose with \"kv\")")
-      ->capture_default_str();
-  sub.add_option("--kv-budget", o->kv.budget, "Default method's budget B")->capture_default_str();
-  sub.add_option("--kv-window", o->kv.window, "Default method's window alpha")->capture_default_str();
-  sub.add_option("--kv-interval", o->kv.interval, "Default method's compression interval")
-      ->capture_default_str();
+  // The default method's --kv-policy, --kv-budget, ... (requests may choose with "kv").
+  o->method_flags.Add(sub, &o->method, kArgServe);
   sub.add_option("--ubatch", o->n_ubatch, "Prefill chunk: most prompt tokens per sequence per forward")
       ->capture_default_str();
   sub.add_option("-c,--ctx", o->n_ctx, "Context length to allow (0 = the model's)")->capture_default_str();

@@ -20,6 +20,9 @@
 // Resumable: both stages commit after each unit (a generations line, an
 // atomic checkpoint rename), so a killed run continues where it stopped; a
 // truncated last line of generations.jsonl is dropped.
+// Internal tool: it reads the residual stream at chosen tokens, classifies thought
+// steps (src/steer) and writes control-vector files (src/io): a research
+// pipeline below the public API by nature.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>

@@ -13,6 +13,7 @@
 //    negative coefficient.
 #pragma once
 
+#include <cstdint>
 #include <limits>
 #include <string>
 
@@ -44,5 +45,10 @@ StatusOr<SteerCadence> ParseSteerCadence(const std::string& name);
 // Field checks (file set when enabled, finite coefficients, γ >= 0,
 // alpha_max >= alpha0); errors name the field and the value.
 Status ValidateSteeringConfig(const SteeringConfig& config);
+// Loads the vector at `path` as the engine will (a control-vector GGUF or a
+// SEAL directory) and checks direction `layer` against a model of
+// `n_layers` layers of width `d_model`, so an app can refuse a bad vector
+// before any work starts. Errors name the path and both shapes.
+Status CheckSteeringVectorFile(const std::string& path, int layer, int64_t n_layers, int64_t d_model);
 
 }  // namespace skipkv

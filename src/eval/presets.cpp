@@ -1,6 +1,9 @@
+// The method presets of sweeps (eval/presets.h) and their --set overrides.
 #include "eval/presets.h"
 
 #include <cstdlib>
+
+#include "skipkv/method_args.h"
 
 namespace skipkv::eval {
 namespace {
@@ -35,119 +38,43 @@ constexpr PresetDef kPresets[] = {
     {"seal", "full", false, false, Steer::kFixed},
 };
 
-StatusOr<double> ParseNumber(const std::string& field, const std::string& v) {
-  char* end = nullptr;
-  const double d = std::strtod(v.c_str(), &end);
-  if (v.empty() || end != v.c_str() + v.size())
-    return InvalidArgument("--set " + field + "=" + v + ": not a number");
-  return d;
-}
-
-StatusOr<bool> ParseBool(const std::string& field, const std::string& v) {
-  if (v == "true" || v == "1") return true;
-  if (v == "false" || v == "0") return false;
-  return InvalidArgument("--set " + field + "=" + v + ": must be true or false");
-}
-
-StatusOr<int64_t> ParseInt(const std::string& field, const std::string& v) {
-  SKIPKV_ASSIGN_OR_RETURN(double d, ParseNumber(field, v));
-  if (d != static_cast<double>(static_cast<int64_t>(d)))
-    return InvalidArgument("--set " + field + "=" + v + ": not an integer");
-  return static_cast<int64_t>(d);
-}
-
 // Applies FIELD=VALUE to the preset; `scoped` is true when the override names
-// this method explicitly (then a field its policy does not use is an error).
+// this method explicitly (then a field its method does not use is an error;
+// shared, it is skipped). The fields are the declared method parameters with
+// kArgSet (skipkv/method_args.h) plus the preset's own `grouping`.
 Status Apply(MethodPreset& p, const std::string& field, const std::string& value, bool scoped) {
-  KvPolicyConfig& kv = p.method.kv;
-  const std::string& pol = kv.policy;
-  auto unused = [&]() -> Status {
-    if (!scoped) return Status::Ok();
-    return InvalidArgument("--set " + p.method.name + "." + field + ": method '" + p.method.name +
-                           "' (policy " + pol + ") has no field '" + field + "'");
-  };
   if (field == "grouping") {
-    SKIPKV_ASSIGN_OR_RETURN(p.grouping, ParseBool(field, value));
-    return Status::Ok();
+    Status st = ParseArgValue(p.grouping, ArgInfo{"grouping", "", "", kArgSet, ArgScope::kAny}, value);
+    return st.ok() ? st : InvalidArgument("--set " + st.message());
   }
-  if (field.rfind("steer_", 0) == 0) {
-    SteeringConfig& st = p.method.steer;
-    const bool fixed_field = field == "steer_coef";
-    const bool adaptive_field =
-        field == "steer_alpha0" || field == "steer_gamma" || field == "steer_alpha_max";
-    if (!fixed_field && !adaptive_field && field != "steer_layer") {
-      return InvalidArgument("--set: unknown field '" + field +
-                             "' (steering fields: steer_layer, steer_coef, steer_alpha0, steer_gamma, "
-                             "steer_alpha_max)");
+  bool found = false;
+  Status result = Status::Ok();
+  std::string known;
+  ForEachMethodArg(p.method, [&](auto& target, const ArgInfo& info) {
+    if (!(info.where & kArgSet)) return;
+    known += (known.empty() ? "" : ", ") + std::string(info.key);
+    if (field != info.key) return;
+    found = true;
+    if (!MethodUsesArg(info.scope, p.method)) {
+      if (!scoped) return;
+      const SteeringConfig& st = p.method.steer;
+      const std::string who = "--set " + p.method.name + "." + field + ": method '" + p.method.name + "' ";
+      if (field.rfind("steer_", 0) == 0) {
+        result = InvalidArgument(who + "(preset " + p.preset + ") " +
+                                 (!st.enabled   ? "does not steer"
+                                  : st.adaptive ? "steers with the adaptive strength (steer_alpha0, steer_gamma, "
+                                                  "steer_alpha_max)"
+                                                : "steers with a fixed strength (steer_coef)"));
+      } else {
+        result = InvalidArgument(who + "(policy " + p.method.kv.policy + ") has no field '" + field + "'");
+      }
+      return;
     }
-    if (!st.enabled || (fixed_field && st.adaptive) || (adaptive_field && !st.adaptive)) {
-      if (!scoped) return Status::Ok();
-      return InvalidArgument("--set " + p.method.name + "." + field + ": method '" + p.method.name +
-                             "' (preset " + p.preset + ") " +
-                             (!st.enabled   ? "does not steer"
-                              : st.adaptive ? "steers with the adaptive strength (steer_alpha0, steer_gamma, "
-                                              "steer_alpha_max)"
-                                            : "steers with a fixed strength (steer_coef)"));
-    }
-    if (field == "steer_layer") {
-      SKIPKV_ASSIGN_OR_RETURN(int64_t v, ParseInt(field, value));
-      if (v < 0 || v > 100000) return InvalidArgument("--set " + field + "=" + value + ": must be >= 0");
-      st.layer = static_cast<int>(v);
-      return Status::Ok();
-    }
-    SKIPKV_ASSIGN_OR_RETURN(double v, ParseNumber(field, value));
-    (field == "steer_coef"     ? st.coef
-     : field == "steer_alpha0" ? st.alpha0
-     : field == "steer_gamma"  ? st.gamma
-                               : st.alpha_max) = static_cast<float>(v);
-    return Status::Ok();
-  }
-  if (pol == "full") return unused();
-  if (field == "window") {
-    SKIPKV_ASSIGN_OR_RETURN(int64_t v, ParseInt(field, value));
-    kv.window = static_cast<int>(v);
-  } else if (field == "interval") {
-    SKIPKV_ASSIGN_OR_RETURN(kv.interval, ParseInt(field, value));
-  } else if (field == "pool_kernel") {
-    SKIPKV_ASSIGN_OR_RETURN(int64_t v, ParseInt(field, value));
-    kv.pool_kernel = static_cast<int>(v);
-  } else if (field == "mix_lambda") {
-    if (pol != "rkv" && pol != "skipkv") return unused();
-    SKIPKV_ASSIGN_OR_RETURN(double v, ParseNumber(field, value));
-    kv.mix_lambda = static_cast<float>(v);
-  } else if (field == "sinks") {
-    if (pol != "streaming") return unused();
-    SKIPKV_ASSIGN_OR_RETURN(int64_t v, ParseInt(field, value));
-    kv.streaming_sinks = static_cast<int>(v);
-  } else if (field == "h2o_heavy" || field == "h2o_recent") {
-    if (pol != "h2o_acc") return unused();
-    SKIPKV_ASSIGN_OR_RETURN(int64_t v, ParseInt(field, value));
-    (field == "h2o_heavy" ? kv.h2o_heavy : kv.h2o_recent) = v;
-  } else if (field == "sim_threshold" || field == "min_sentence_tokens" || field == "pss_include_prompt" ||
-             field == "max_sentences" || field == "sentence_scoring") {
-    if (pol != "skipkv") return unused();
-    SkipkvConfig& s = kv.skipkv;
-    if (field == "sim_threshold") {
-      SKIPKV_ASSIGN_OR_RETURN(double v, ParseNumber(field, value));
-      s.sim_threshold = static_cast<float>(v);
-    } else if (field == "min_sentence_tokens") {
-      SKIPKV_ASSIGN_OR_RETURN(int64_t v, ParseInt(field, value));
-      s.min_sentence_tokens = static_cast<int>(v);
-    } else if (field == "pss_include_prompt") {
-      SKIPKV_ASSIGN_OR_RETURN(s.pss_include_prompt, ParseBool(field, value));
-    } else if (field == "max_sentences") {
-      SKIPKV_ASSIGN_OR_RETURN(s.max_sentences, ParseInt(field, value));
-    } else {
-      SKIPKV_ASSIGN_OR_RETURN(s.sentence_scoring, ParseBool(field, value));
-    }
-  } else {
-    return InvalidArgument(
-        "--set: unknown field '" + field +
-        "' (known: window, interval, mix_lambda, pool_kernel, sinks, h2o_heavy, h2o_recent, "
-        "sim_threshold, min_sentence_tokens, pss_include_prompt, max_sentences, "
-        "sentence_scoring, grouping, steer_layer, steer_coef, steer_alpha0, steer_gamma, steer_alpha_max)");
-  }
-  return Status::Ok();
+    Status st = ParseArgValue(target, info, value);
+    if (!st.ok()) result = InvalidArgument("--set " + st.message());
+  });
+  if (!found) return InvalidArgument("--set: unknown field '" + field + "' (known: " + known + ", grouping)");
+  return result;
 }
 
 }  // namespace

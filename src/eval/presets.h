@@ -39,11 +39,10 @@ std::vector<std::string> KnownPresets();
 
 // The preset for `spec` at `budget` (ignored for fullkv), with overrides
 // applied: "FIELD=VALUE" applies to every method, "LABEL.FIELD=VALUE" to the
-// method with that label. Fields: window, interval, mix_lambda, pool_kernel,
-// sinks, h2o_heavy, h2o_recent, sim_threshold, min_sentence_tokens,
-// pss_include_prompt, max_sentences, sentence_scoring, grouping, and for
-// methods that steer steer_layer, steer_coef (fixed strength: seal),
-// steer_alpha0, steer_gamma, steer_alpha_max (adaptive: the skipkv presets).
+// method with that label. Fields: the method parameters declared with
+// kArgSet in skipkv/method_args.h (window, interval, mix_lambda, ...,
+// steer_layer, steer_coef for fixed strength, steer_alpha0/gamma/alpha_max
+// for the adaptive one), parsed by ParseArgValue, plus the preset's grouping.
 // An unknown preset, field or a bad value is an InvalidArgument naming it; a
 // field the method does not use is refused when scoped (LABEL.FIELD) and
 // skipped when shared.

@@ -1,6 +1,8 @@
+// SteeringConfig names, checks and the vector-file check of skipkv/steering.h.
 #include <cmath>
 
 #include "skipkv/steering.h"
+#include "steer/steering_vector.h"
 
 namespace skipkv {
 
@@ -26,6 +28,11 @@ Status ValidateSteeringConfig(const SteeringConfig& c) {
   if (!std::isfinite(c.gamma) || c.gamma < 0) return bad("gamma", c.gamma, "must be finite and >= 0");
   if (std::isnan(c.alpha_max) || c.alpha_max < c.alpha0) return bad("alpha_max", c.alpha_max, "must be >= alpha0");
   return Status::Ok();
+}
+
+Status CheckSteeringVectorFile(const std::string& path, int layer, int64_t n_layers, int64_t d_model) {
+  SKIPKV_ASSIGN_OR_RETURN(ControlVector cv, LoadSteeringVector(path));
+  return ValidateControlVectorForModel(cv, path, layer, n_layers, d_model);
 }
 
 }  // namespace skipkv
