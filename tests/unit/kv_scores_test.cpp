@@ -411,7 +411,7 @@ TEST(KvScoresSimd, ScoresRunOnTheDispatchedTarget) {
   kvscore::AttentionImportance(in.q.data(), 2, 4, in.k.data(), 32, 16, nullptr, out.data(), s);
   EXPECT_STREQ(kernels::LastPanelTargetName(), kernels::SimdTargetName());
   const char* env = std::getenv("SKIPKV_SIMD");
-  if (env == nullptr || *env == '\0') GTEST_SKIP() << "SKIPKV_SIMD not set: best target " << kernels::SimdTargetName();
+  if (env == nullptr || *env == '\0') return;  // uncapped: the best target, checked above
   std::string want(env);
   for (char& ch : want) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   if (want == "EMU128" || want == "SCALAR" || want == "PORTABLE") {
