@@ -2,17 +2,20 @@
 // one model, with per-request KV methods ("kv" extension field) and
 // admission by KV memory. Prints "skipkv serve: listening on http://HOST:PORT"
 // on stdout once bound (with --port 0, the port the OS chose). SIGTERM or
-// SIGINT: graceful shutdown within --shutdown-timeout seconds.
+// SIGINT: graceful shutdown within --shutdown-timeout seconds. Steering
+// vectors come only from this command line (--steer, --steer-vector).
 #include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "command_registry.h"
 #include "engine_options.h"
 #include "serve/server.h"
 #include "skipkv/server_engine.h"
+#include "steer_options.h"
 
 namespace skipkv::cli {
 namespace {
@@ -30,6 +33,8 @@ struct ServeOptions {
   int max_active = 0;
   bool no_mix = false;
   serve::ServerOptions server;
+  SteerOptions steer;                      // --steer FILE: the default vector, --steer-layer, strengths
+  std::vector<std::string> steer_vectors;  // --steer-vector NAME=FILE
 };
 
 int Fail(const std::string& msg) {
@@ -37,7 +42,7 @@ int Fail(const std::string& msg) {
   return 1;
 }
 
-int RunServe(const ServeOptions& o) {
+int RunServe(ServeOptions& o) {
   auto common = CommonEngineOptions(o.model, o.tokenizer, o.threads, o.kv_type, o.n_ubatch);
   if (!common.ok()) return Fail(common.status().message());
   EngineOptions eo = *common;
@@ -70,6 +75,12 @@ int RunServe(const ServeOptions& o) {
 
   auto engine = Engine::Create(eo);
   if (!engine.ok()) return Fail(engine.status().ToString());
+  auto vector = o.steer.Vector();
+  if (!vector.ok()) return Fail(vector.status().message());
+  auto vectors = serve::LoadSteerVectors(*vector, o.steer_vectors, (*engine)->info().n_layers,
+                                         (*engine)->info().d_model);
+  if (!vectors.ok()) return Fail(vectors.status().ToString());
+  o.server.steer_vectors = std::move(vectors).value();
   auto serving = ServingEngine::Create(std::move(engine).value(), so);
   if (!serving.ok()) return Fail(serving.status().ToString());
   serve::Server server(std::move(serving).value(), o.server);
@@ -139,6 +150,11 @@ CommandRegistrar reg("serve", "OpenAI-compatible HTTP server with per-request KV
   sub.add_option("-c,--ctx", o->n_ctx, "Context length to allow (0 = the model's)")->capture_default_str();
   sub.add_option("--chat-template", o->chat_template, "auto, r1-distill, chatml or raw")
       ->capture_default_str();
+  o->steer.Add(sub, false);  // the default vector; requests choose steering by preset (seal, skipkv, ...)
+  sub.add_option(
+      "--steer-vector", o->steer_vectors,
+      "NAME=FILE: a further steering vector requests may pick with kv.steer_vector (needs --steer; "
+      "shares its --steer-layer and strengths)");
   return [o] { return RunServe(*o); };
 });
 
