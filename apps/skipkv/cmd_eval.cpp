@@ -205,6 +205,7 @@ int RunSweepCommand(SweepOptions& o) {
   eo->sort_by_length = false;  // the sweep groups per method (presets with grouping)
   eo->n_ctx = o.n_ctx;
   eo->chat_template = o.chat_template;
+  eo->observe_sentences = true;  // FullKV rows carry the sentence statistics too (report: Fig. 14)
   auto engine = Engine::Create(*eo);
   if (!engine.ok()) return Fail(engine.status().ToString());
   // The steering vector against the model, before anything is written (the

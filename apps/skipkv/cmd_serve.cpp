@@ -2,18 +2,20 @@
 // one model, with per-request KV methods ("kv" extension field) and
 // admission by KV memory. Prints "skipkv serve: listening on http://HOST:PORT"
 // on stdout once bound (with --port 0, the port the OS chose). SIGTERM or
-// SIGINT: graceful shutdown within --shutdown-timeout seconds.
+// SIGINT: graceful shutdown within --shutdown-timeout seconds. Steering
+// vectors come only from this command line (--steer, --steer-vector).
 #include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "command_registry.h"
 #include "engine_options.h"
 #include "serve/server.h"
-#include "method_flags.h"
 #include "skipkv/server_engine.h"
+#include "method_flags.h"
 
 namespace skipkv::cli {
 namespace {
@@ -26,12 +28,13 @@ struct ServeOptions {
   int n_ubatch = 512;
   int64_t n_ctx = 0;
   std::string chat_template = "auto";
-  MethodConfig method;  // the default method (requests without "kv"): its kv
-  MethodFlags method_flags;
+  MethodConfig method;  // the default method (requests without "kv"): its kv; and the default vector
+  MethodFlags method_flags;  // declared parameters with kArgServe (skipkv/method_args.h)
   std::string kv_memory;
   int max_active = 0;
   bool no_mix = false;
   serve::ServerOptions server;
+  std::vector<std::string> steer_vectors;  // --steer-vector NAME=FILE
 };
 
 int Fail(const std::string& msg) {
@@ -73,6 +76,12 @@ int RunServe(ServeOptions& o) {
 
   auto engine = Engine::Create(eo);
   if (!engine.ok()) return Fail(engine.status().ToString());
+  auto vector = o.method_flags.Vector();
+  if (!vector.ok()) return Fail(vector.status().message());
+  auto vectors = serve::LoadSteerVectors(*vector, o.steer_vectors, (*engine)->info().n_layers,
+                                         (*engine)->info().d_model);
+  if (!vectors.ok()) return Fail(vectors.status().ToString());
+  o.server.steer_vectors = std::move(vectors).value();
   auto serving = ServingEngine::Create(std::move(engine).value(), so);
   if (!serving.ok()) return Fail(serving.status().ToString());
   serve::Server server(std::move(serving).value(), o.server);
@@ -131,13 +140,18 @@ CommandRegistrar reg("serve", "OpenAI-compatible HTTP server with per-request KV
                "Alternate prefill and decode steps instead of mixing them in one forward");
   sub.add_option("-t,--threads", o->threads, "Worker threads (0 = all cores)")->capture_default_str();
   sub.add_option("--kv-type", o->kv_type, "KV cache element type: f16 or f32")->capture_default_str();
-  // The default method's --kv-policy, --kv-budget, ... (requests may choose with "kv").
+  // The default method's --kv-policy, --kv-budget, ... and the default steering vector
+  // (--steer, --steer-layer, strengths): requests choose steering by preset (seal, skipkv, ...).
   o->method_flags.Add(sub, &o->method, kArgServe);
   sub.add_option("--ubatch", o->n_ubatch, "Prefill chunk: most prompt tokens per sequence per forward")
       ->capture_default_str();
   sub.add_option("-c,--ctx", o->n_ctx, "Context length to allow (0 = the model's)")->capture_default_str();
   sub.add_option("--chat-template", o->chat_template, "auto, r1-distill, chatml or raw")
       ->capture_default_str();
+  sub.add_option(
+      "--steer-vector", o->steer_vectors,
+      "NAME=FILE: a further steering vector requests may pick with kv.steer_vector (needs --steer; "
+      "shares its --steer-layer and strengths)");
   return [o] { return RunServe(*o); };
 });
 

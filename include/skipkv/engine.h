@@ -60,6 +60,11 @@ struct EngineOptions {
   // DeepSeek-R1-Distill, ChatML, else raw), "r1-distill", "chatml" or "raw"
   // (the prompt as is).
   std::string chat_template = "auto";
+  // FullKV methods (policy "full") also run SkipKV's sentence tracker,
+  // observation only (no eviction, no change to any token), so their
+  // results carry the skipkv.* sentence diagnostics (pair similarity,
+  // non-execution share: paper Fig. 14 for FullKV). `skipkv eval` sets it.
+  bool observe_sentences = false;
 };
 
 // Facts about the loaded model, for logs and reports.

@@ -133,7 +133,7 @@ void ForEachKvArg(KvPolicyConfig& kv, Visitor&& v) {
 // are not parameters: they follow from --steer and the method.
 template <class Visitor>
 void ForEachSteerArg(SteeringConfig& s, Visitor&& v) {
-  constexpr unsigned kFlags = kArgRun | kArgEval;
+  constexpr unsigned kFlags = kArgRun | kArgEval | kArgServe;  // serve: the default vector
   v(s.file, ArgInfo{"steer_file", "--steer",
                     "Steering vector: a llama.cpp control-vector GGUF or a directory with SEAL's *_avg_vector.gguf "
                     "files (docs/steering.md)",

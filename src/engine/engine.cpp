@@ -88,7 +88,8 @@ StatusOr<std::unique_ptr<Engine::Impl>> Engine::Impl::Create(const EngineOptions
   } else {
     SKIPKV_ASSIGN_OR_RETURN(impl->chat_template, ParseChatTemplateKind(options.chat_template));
   }
-  impl->methods = std::make_unique<engine::MethodTable>(impl->tokenizer.get(), options.kv, cfg.n_layers, cfg.d_model);
+  impl->methods = std::make_unique<engine::MethodTable>(impl->tokenizer.get(), options.kv, cfg.n_layers,
+                                                        cfg.d_model, options.observe_sentences);
   SKIPKV_ASSIGN_OR_RETURN(impl->default_method,
                           impl->methods->Resolve(MethodConfig{"", options.kv, options.steer}));
   impl->forward = std::make_unique<ForwardPass>(*impl->model);

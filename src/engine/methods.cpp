@@ -25,6 +25,14 @@ Method::SequenceParts Method::NewSequence() const {
     parts.state = std::move(state);
   } else {
     parts.state = policy_->NewSequenceState();
+    if (observe_sentences_) {
+      // Observation only: no penalty (FullKV evicts nothing anyway), and
+      // not the N_o of steering (a full-policy method steers with a fixed
+      // strength). The redundant set is updated at every closed sentence.
+      const SkipkvConfig& sk = config_.kv.skipkv;  // a full-policy config's skipkv fields are not validated
+      parts.hooks = MakeSkipkvSentenceHooks(ValidateSkipkvConfig(sk).ok() ? sk : SkipkvConfig{}, skipkv_sets_,
+                                            nullptr, /*observe=*/true);
+    }
   }
   if (steer_vector_) {
     // The sentence hooks come first so N_o is current when the steering
@@ -52,7 +60,8 @@ StatusOr<std::shared_ptr<const Method>> MethodTable::Resolve(const MethodConfig&
   SKIPKV_RETURN_IF_ERROR(ValidateMethod(c));
   auto m = std::make_shared<Method>();
   SKIPKV_ASSIGN_OR_RETURN(m->policy_, CreateKvPolicy(c.kv));
-  if (m->policy_->uses_sentences() || c.steer.enabled) {
+  m->observe_sentences_ = observe_sentences_ && c.kv.policy == "full";
+  if (m->policy_->uses_sentences() || c.steer.enabled || m->observe_sentences_) {
     StatusOr<SkipkvTokenSets> sets = BuildSkipkvTokenSets(*tokenizer_, c.kv.skipkv.delimiters);
     if (!sets.ok()) return sets.status().WithContext("method '" + c.name + "': SkipKV token sets");
     m->skipkv_sets_ = std::make_shared<const SkipkvTokenSets>(std::move(sets).value());

@@ -42,6 +42,7 @@ class Method {
   std::shared_ptr<const KvPolicy> policy_;
   std::shared_ptr<const SkipkvTokenSets> skipkv_sets_;  // policies that use_sentences(), and steering
   std::shared_ptr<const std::vector<float>> steer_vector_;  // steering: V of the configured direction
+  bool observe_sentences_ = false;  // FullKV with EngineOptions::observe_sentences: tracker, no penalty
 };
 
 class MethodTable {
@@ -49,8 +50,14 @@ class MethodTable {
   // `tokenizer` must outlive the table. `engine_kv` supplies the engine-wide
   // fields (pad policy, trace) that every method inherits.
   // n_layers, d_model: the model's, for the steering vector's shape check.
-  MethodTable(const Tokenizer* tokenizer, const KvPolicyConfig& engine_kv, int n_layers, int64_t d_model)
-      : tokenizer_(tokenizer), engine_kv_(engine_kv), n_layers_(n_layers), d_model_(d_model) {}
+  // observe_sentences: EngineOptions::observe_sentences.
+  MethodTable(const Tokenizer* tokenizer, const KvPolicyConfig& engine_kv, int n_layers, int64_t d_model,
+              bool observe_sentences = false)
+      : tokenizer_(tokenizer),
+        engine_kv_(engine_kv),
+        n_layers_(n_layers),
+        d_model_(d_model),
+        observe_sentences_(observe_sentences) {}
 
   // The method for `config` with the engine-wide fields applied and an empty
   // name replaced by the label; validated (InvalidArgument naming the field)
@@ -62,6 +69,7 @@ class MethodTable {
   KvPolicyConfig engine_kv_;
   int n_layers_;
   int64_t d_model_;
+  bool observe_sentences_;
   std::map<std::string, std::shared_ptr<const Method>> methods_;  // key: MethodJson
 };
 

@@ -33,6 +33,11 @@ std::optional<SentenceStats> SampleSentenceStats(const nlohmann::json& row) {
   s.pss_sentences = Num(*d, "skipkv.pss_sentences");
   if (s.pss_sentences <= 0) return std::nullopt;
   s.similarity_ratio = Num(*d, "skipkv.redundant_sentences") / s.pss_sentences;
+  if (d->contains("skipkv.compared_pairs")) {
+    s.similar_pairs = Num(*d, "skipkv.similar_pairs");
+    s.compared_pairs = Num(*d, "skipkv.compared_pairs");
+    if (s.compared_pairs > 0) s.pair_similarity_ratio = s.similar_pairs / s.compared_pairs;
+  }
   s.nonexec_ratio = Num(*d, "skipkv.nonexec_sentences") / s.pss_sentences;
   return s;
 }
@@ -52,6 +57,9 @@ StatusOr<nlohmann::json> ReportSection(const std::string& path) {
     if (auto st = SampleSentenceStats(r)) {
       s["pss_sentences"] = st->pss_sentences;
       s["similarity_ratio"] = st->similarity_ratio;
+      s["similar_pairs"] = st->similar_pairs;
+      s["compared_pairs"] = st->compared_pairs;
+      if (st->pair_similarity_ratio) s["pair_similarity_ratio"] = *st->pair_similarity_ratio;
       s["nonexec_ratio"] = st->nonexec_ratio;
     }
     samples.push_back(std::move(s));
@@ -139,8 +147,8 @@ std::string SummaryMarkdown(const nlohmann::json& report) {
     }
     // Sentence statistics per (method, budget) and correctness.
     struct Agg {
-      int64_t n = 0;
-      double sim = 0, nonexec = 0;
+      int64_t n = 0, n_pairs = 0;  // samples; samples with a pair share
+      double sim = 0, nonexec = 0, pairs = 0;
     };
     std::map<std::tuple<std::string, int64_t, bool>, Agg> agg;
     for (const auto& s : sec.at("samples")) {
@@ -150,21 +158,27 @@ std::string SummaryMarkdown(const nlohmann::json& report) {
       ++a.n;
       a.sim += s.at("similarity_ratio").get<double>();
       a.nonexec += s.at("nonexec_ratio").get<double>();
+      if (s.contains("pair_similarity_ratio")) {
+        ++a.n_pairs;
+        a.pairs += s.at("pair_similarity_ratio").get<double>();
+      }
     }
     md += "\n";
     if (agg.empty()) {
       md +=
-          "No sentence statistics: only methods with SkipKV's sentence tracker (policy `skipkv`) record "
-          "them.\n\n";
+          "No sentence statistics: only rows of the sentence tracker (policy `skipkv`, and FullKV rows "
+          "of `skipkv eval`) record them.\n\n";
     } else {
       md +=
-          "Sentence statistics (mean per sample; similarity = share of sentences with a later sentence of "
-          "PSS above the threshold, non-execution = share of sentences with a non-execution keyword):\n\n"
-          "| method | budget | correct | samples | similarity ratio | non-execution ratio |\n"
-          "|---|---:|---|---:|---:|---:|\n";
+          "Sentence statistics (mean per sample; similar pairs = share of sentence pairs within the PSS "
+          "window with PSS >= 0.95, the paper's Fig. 14; similarity = share of sentences with a later "
+          "sentence of PSS above τ; non-execution = share of sentences with a non-execution keyword):\n\n"
+          "| method | budget | correct | samples | similar pairs | similarity ratio | non-execution ratio |\n"
+          "|---|---:|---|---:|---:|---:|---:|\n";
       for (const auto& [k, a] : agg) {
         md += "| " + std::get<0>(k) + " | " + std::to_string(std::get<1>(k)) + " | " +
               (std::get<2>(k) ? "yes" : "no") + " | " + std::to_string(a.n) + " | " +
+              (a.n_pairs > 0 ? Fmt("%.3f", a.pairs / a.n_pairs) : std::string("—")) + " | " +
               Fmt("%.3f", a.sim / a.n) + " | " + Fmt("%.3f", a.nonexec / a.n) + " |\n";
       }
       md += "\n";

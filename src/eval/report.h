@@ -7,7 +7,9 @@
 //                (Summarize's objects) and samples[] — per row: method,
 //                budget, problem, sample, correct, output_tokens and, when the
 //                row has SkipKV's sentence statistics, pss_sentences,
-//                similarity_ratio and nonexec_ratio (see SampleSentenceStats).
+//                similar_pairs, compared_pairs, pair_similarity_ratio (when
+//                counted), similarity_ratio and nonexec_ratio (see
+//                SampleSentenceStats).
 //   throughput   `skipkv bench throughput --json` output, or null.
 //   eviction     EvictionViewData, or null.
 #pragma once
@@ -23,17 +25,25 @@
 namespace skipkv::eval {
 
 // Per-sample sentence statistics (paper Fig. 5 / 14) from a row's
-// diagnostics, present only for methods with SkipKV's sentence tracker:
+// diagnostics, present for methods with SkipKV's sentence tracker (policy
+// skipkv) and for FullKV rows of `skipkv eval` (the tracker observes them,
+// EngineOptions::observe_sentences):
+//   pair_similarity_ratio = skipkv.similar_pairs / skipkv.compared_pairs —
+//     the paper's Fig. 14 statistic: of the sentence pairs within the PSS
+//     window (each generated sentence with the at most K = max_sentences
+//     before it), the share with PSS (cosine of mean final hidden states)
+//     >= 0.95; nullopt when the row has no pair counts (older results) or
+//     compared no pair;
 //   similarity_ratio = skipkv.redundant_sentences / skipkv.pss_sentences —
-//     the share of the sample's generated sentences that have a later
-//     sentence with PSS (cosine of mean hidden states) above the threshold
-//     (τ = 0.95 by default), as of the last compression (the redundant set
-//     is rebuilt there); 0 for a sample that never compressed;
+//     the share of sentences with a later sentence above τ, as of the last
+//     update of the redundant set (the last compression; FullKV: the end);
 //   nonexec_ratio = skipkv.nonexec_sentences / skipkv.pss_sentences — the
 //     share of sentences holding a non-execution keyword ("Wait", "Alternatively", ...).
 // nullopt when the diagnostics are absent or pss_sentences is 0.
 struct SentenceStats {
   double pss_sentences = 0;
+  double similar_pairs = 0, compared_pairs = 0;
+  std::optional<double> pair_similarity_ratio;
   double similarity_ratio = 0;
   double nonexec_ratio = 0;
 };

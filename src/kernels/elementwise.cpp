@@ -1,4 +1,5 @@
-// SIMD elementwise kernels (RmsNorm, Rope, Softmax, SiluMul, Add), compiled
+// SIMD elementwise kernels (RmsNorm, Rope, Softmax, SiluMul, Add,
+// ConvertF16ToF32), compiled
 // per Highway target. Whole vectors go through Highway; the n % lanes tail
 // uses the same formula in scalar code. Rope takes its angles from
 // rope_freq.h (shared with the reference), so only the rotation is SIMD.
@@ -15,6 +16,7 @@
 #include "kernels/rope_freq.h"
 #include "kernels/simd_internal.h"
 #include "util/check.h"
+#include "util/fp16.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace skipkv::kernels::internal {
@@ -169,6 +171,40 @@ void AddT(float* y, const float* x, int64_t n) {
   for (; i < n; ++i) y[i] += x[i];
 }
 
+// f16 bits -> f32. The AVX2 and AVX-512 targets have F16C (vcvtph2ps, exact).
+// Elsewhere Highway 1.0's emulated PromoteTo maps infinities and NaNs to
+// finite numbers, so the bits are converted here: the exponent-and-mantissa
+// field shifted into place and scaled by 2^(127 − 15) is exact for zeros,
+// subnormals and normals; exponent 31 (inf / NaN) keeps its mantissa under
+// an all-ones f32 exponent.
+void ConvertF16ToF32T(const uint16_t* src, float* dst, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  int64_t i = 0;
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  for (; i + N <= n; i += N) {
+    hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(src + i))), df, dst + i);
+  }
+#else
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const hn::Rebind<uint16_t, decltype(df)> du16;
+  const auto sign_bit = hn::Set(di, 0x8000), exp_mant = hn::Set(di, 0x7fff);
+  const auto max_finite = hn::Set(di, 0x7bff), inf_f32 = hn::Set(di, 0x7f800000);
+  const auto scale = hn::Set(df, 0x1p112f);  // 2^(127 − 15)
+  for (; i + N <= n; i += N) {
+    const auto h = hn::BitCast(di, hn::PromoteTo(du, hn::LoadU(du16, src + i)));
+    const auto em = hn::And(h, exp_mant);
+    const auto shifted = hn::ShiftLeft<13>(em);
+    const auto finite = hn::BitCast(di, hn::Mul(hn::BitCast(df, shifted), scale));
+    const auto mag = hn::IfThenElse(hn::Gt(em, max_finite), hn::Or(shifted, inf_f32), finite);
+    hn::StoreU(hn::BitCast(df, hn::Or(mag, hn::ShiftLeft<16>(hn::And(h, sign_bit)))), df, dst + i);
+  }
+#endif
+  for (; i < n; ++i) dst[i] = F16ToF32(src[i]);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace skipkv::kernels::internal
 HWY_AFTER_NAMESPACE();
@@ -180,6 +216,7 @@ HWY_EXPORT(RopeT);
 HWY_EXPORT(SoftmaxT);
 HWY_EXPORT(SiluMulT);
 HWY_EXPORT(AddT);
+HWY_EXPORT(ConvertF16ToF32T);
 
 void RmsNormSimd(const float* x, const float* weight, int64_t n, float eps, float* out) {
   HWY_DYNAMIC_DISPATCH(RmsNormT)(x, weight, n, eps, out);
@@ -192,5 +229,8 @@ void SiluMulSimd(const float* gate, const float* up, float* out, int64_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMulT)(gate, up, out, n);
 }
 void AddSimd(float* y, const float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(AddT)(y, x, n); }
+void ConvertF16ToF32Simd(const uint16_t* src, float* dst, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(ConvertF16ToF32T)(src, dst, n);
+}
 }  // namespace skipkv::kernels::internal
 #endif

@@ -56,6 +56,10 @@ void Softmax(float* x, int64_t n);
 void SiluMul(const float* gate, const float* up, float* out, int64_t n);
 // y[i] += x[i]
 void Add(float* y, const float* x, int64_t n);
+// dst[i] = f32(src[i]) for i < n, src: IEEE binary16 bits (util/fp16.h's
+// f16_t). Exact on every target: zeros, subnormals, infinities and NaNs
+// (a NaN stays a NaN; its payload may be quieted).
+void ConvertF16ToF32(const uint16_t* src, float* dst, int64_t n);
 
 // ---- Attention --------------------------------------------------------------
 // One sequence's queries against one layer of its KV cache. Per KV head h the
@@ -109,6 +113,7 @@ void Rope(float* x, int n_heads, int head_dim, int64_t pos, const RopeParams& p)
 void Softmax(float* x, int64_t n);
 void SiluMul(const float* gate, const float* up, float* out, int64_t n);
 void Add(float* y, const float* x, int64_t n);
+void ConvertF16ToF32(const uint16_t* src, float* dst, int64_t n);
 void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks);
 }  // namespace ref
 

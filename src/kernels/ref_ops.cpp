@@ -11,6 +11,7 @@
 #include "kernels/rope_freq.h"
 #include "tensor/quant.h"
 #include "util/check.h"
+#include "util/fp16.h"
 
 namespace skipkv::kernels::ref {
 
@@ -82,6 +83,10 @@ void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
 
 void Add(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void ConvertF16ToF32(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = F16ToF32(src[i]);
 }
 
 namespace {

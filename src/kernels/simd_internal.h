@@ -85,6 +85,7 @@ void RopeSimd(float* x, int n_heads, int head_dim, int64_t pos, const RopeParams
 void SoftmaxSimd(float* x, int64_t n);
 void SiluMulSimd(const float* gate, const float* up, float* out, int64_t n);
 void AddSimd(float* y, const float* x, int64_t n);
+void ConvertF16ToF32Simd(const uint16_t* src, float* dst, int64_t n);
 const char* TargetNameSimd();
 
 }  // namespace skipkv::kernels::internal

@@ -5,54 +5,11 @@
 #include <chrono>
 #include <cstring>
 
+#include "kernels/ops.h"
 #include "util/check.h"
 #include "util/fp16.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#include <immintrin.h>
-#define SKIPKV_KV_X86 1
-#endif
-
 namespace skipkv {
-namespace {
-
-// dst[i] = f32(src[i]) for i < n. f16 -> f32 is exact, so the F16C path and
-// the scalar reference give identical results.
-void ConvertF16Scalar(const f16_t* src, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = F16ToF32(src[i]);
-}
-
-#ifdef SKIPKV_KV_X86
-__attribute__((target("avx,f16c"))) void ConvertF16F16c(const f16_t* src, float* dst, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
-  }
-  ConvertF16Scalar(src + i, dst + i, n - i);
-}
-#endif
-
-#ifdef SKIPKV_KV_X86
-// F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not
-// know "f16c" (the fuzz builds use clang). "avx" there also checks that the OS
-// saves the YMM state.
-bool CpuHasF16c() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
-}
-#endif
-
-using ConvertF16Fn = void (*)(const f16_t*, float*, int64_t);
-ConvertF16Fn PickConvertF16() {
-#ifdef SKIPKV_KV_X86
-  if (__builtin_cpu_supports("avx") && CpuHasF16c()) return ConvertF16F16c;
-#endif
-  return ConvertF16Scalar;
-}
-const ConvertF16Fn kConvertF16 = PickConvertF16();
-
-}  // namespace
 
 StatusOr<std::shared_ptr<KvTraceWriter>> KvTraceWriter::Open(const std::string& path) {
   std::ofstream out(path, std::ios::out | std::ios::trunc);
@@ -218,7 +175,7 @@ KvCompressor::LayerResult KvCompressor::CompressLayer(SequenceKvCache& cache, in
     for (int h = 0; h < hk; ++h) {
       float* dst = w.keys.data() + static_cast<size_t>(h) * n * d;
       if (shape.dtype == KvDType::kF16) {
-        kConvertF16(static_cast<const f16_t*>(cache.K(layer, h)), dst, n * d);
+        kernels::ConvertF16ToF32(static_cast<const f16_t*>(cache.K(layer, h)), dst, n * d);
       } else {
         std::memcpy(dst, cache.K(layer, h), static_cast<size_t>(n) * d * sizeof(float));
       }

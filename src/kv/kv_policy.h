@@ -145,8 +145,8 @@ struct KvLayerInput {
 // compressions do not allocate.
 struct KvScratch {
   // Owned by the kvscore functions (scores.h), which may clobber them.
-  std::vector<float> lhs;       // A·Bᵀ left operand, rows padded to the tile height (queries / unit keys)
-  std::vector<float> packed;    // A·Bᵀ right operand packed in column panels (keys / unit keys)
+  std::vector<float> lhs;       // Redundancy: the unit keys Kn [n][d]
+  std::vector<float> packed;    // A·Bᵀ right operand in kernels::PackPanels form (keys / unit keys)
   std::vector<float> product;   // AttentionImportance: logits [rows][n]; Redundancy: column sums of S
   std::vector<float> row_max;   // AttentionImportance: GQA-max logits of one window row; Redundancy: S[0][n]
   std::vector<float> last_val;  // Redundancy: S[a][j*] of each row's retain-last edit

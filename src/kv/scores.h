@@ -40,9 +40,9 @@ void MaxPool1d(const float* in, int64_t n, int kernel, float* out);
 //   per row a: j* = largest c with S[a][c] > 0.5, or 0 if none; S[a][j*] = 0
 //   out[n] = softmax_n( (1/N) Σ_a S[a][n] )   over all N
 // k: [N][d], valid: [N] or nullptr, out: [N] (callers use the first C).
-// Cost O(N²·d/2): S is symmetric, so only tiles on and above the diagonal
-// are computed (register-blocked, vectorised); the column sums are
-// recovered from the row sums, and the retain-last edits are row-local.
+// Cost O(N²·d/2): S is symmetric, so only the pairs a < c are computed
+// (kernels::GramUpperPass, SIMD); the column sums are recovered from the
+// row sums, and the retain-last edits are row-local.
 void Redundancy(const float* k, int64_t n, int d, const uint8_t* valid, float* out, KvScratch& scratch);
 
 // out[n] = lambda·imp[n] − (1 − lambda)·red[n]  (R-KV mix, spec Eq. 6 without
@@ -62,10 +62,5 @@ void FinishScores(std::span<const SlotScoreAdjuster* const> adjusters, int layer
 // Requires n_slots ≥ budget ≥ recent.
 void SelectTopKPlusRecent(std::span<const float> score, int64_t n_slots, int64_t recent, int64_t budget,
                           std::vector<int32_t>* keep, KvScratch& scratch);
-
-// C = A·Bᵀ for row-major A [m][d], B [n][d], C [m][n] (ldc = n). Blocked,
-// vectorised; the reduction order over d is sequential, so C[i][j] is
-// bit-identical to C[j][i] when A == B. Exposed for tests and the bench.
-void MatMulABt(const float* a, int64_t m, const float* b, int64_t n, int d, float* c);
 
 }  // namespace skipkv::kvscore

@@ -63,10 +63,43 @@ ConvertOutcome ToEngineRequest(const ParsedRequest& p, const ConvertLimits& limi
       }
       overrides.push_back(kv.preset + "." + o);
     }
-    StatusOr<eval::MethodPreset> preset = eval::MakePreset(kv.preset, kv.budget, overrides);
+    // The vector: the one named, else the server's default (if any).
+    const SteerVectors* vecs = limits.steer_vectors;
+    const SteerVector* vec = nullptr;
+    std::string vec_name;
+    if (!kv.steer_vector.empty()) {
+      if (vecs == nullptr || vecs->empty()) {
+        out.error = Bad("kv.steer_vector",
+                        "kv.steer_vector: this server was started without steering vectors "
+                        "(serve --steer FILE [--steer-vector NAME=FILE])");
+        return out;
+      }
+      auto it = vecs->by_name.find(kv.steer_vector);
+      if (it == vecs->by_name.end()) {
+        out.error = Bad("kv.steer_vector",
+                        "kv.steer_vector '" + kv.steer_vector +
+                            "' is not a steering vector of this server (it has: " + vecs->Names() + ")");
+        return out;
+      }
+      vec = &it->second;
+      vec_name = it->first;
+    } else if (vecs != nullptr) {
+      if (auto it = vecs->by_name.find(SteerVectors::kDefault); it != vecs->by_name.end()) {
+        vec = &it->second;
+        vec_name = it->first;
+      }
+    }
+    StatusOr<eval::MethodPreset> preset =
+        eval::MakePreset(kv.preset, kv.budget, overrides, vec ? vec->config : SteeringConfig{});
     if (!preset.ok()) {
       std::string param = "kv";
       const std::string m = preset.status().message();  // a copy: status() returns by value
+      if (vec == nullptr && m.find("steers: give a steering vector") != std::string::npos) {
+        out.error = Bad("kv.policy", "kv.policy '" + kv.preset +
+                                         "' steers, and this server was started without a steering vector "
+                                         "(serve --steer FILE)");
+        return out;
+      }
       if (m.find("unknown method") != std::string::npos) {
         param = "kv.policy";
       } else if (m.find("budget") != std::string::npos) {
@@ -83,6 +116,24 @@ ConvertOutcome ToEngineRequest(const ParsedRequest& p, const ConvertLimits& limi
     if (preset->method.kv.policy == "full" && kv.budget > 0) {
       out.error = Bad("kv.budget", "kv: the fullkv method keeps every slot and takes no budget");
       return out;
+    }
+    const SteeringConfig& steer = preset->method.steer;
+    if (!kv.steer_vector.empty() && !steer.enabled) {
+      out.error = Bad("kv.steer_vector", "kv.steer_vector: method preset '" + preset->preset +
+                                             "' does not steer (the steering presets: seal, "
+                                             "rkv+sentence+steering, skipkv)");
+      return out;
+    }
+    if (steer.enabled) {
+      if (!vec->directions.count(steer.layer)) {
+        std::string have;
+        for (int l : vec->directions) have += (have.empty() ? "" : ", ") + std::to_string(l);
+        out.error = Bad("kv.steer_layer",
+                        "kv.steer_layer " + std::to_string(steer.layer) + ": steering vector '" + vec_name +
+                            "' has no direction for it on this model (it has: " + have + ")");
+        return out;
+      }
+      out.steer_vector = vec_name;
     }
     r.method = preset->method;
     out.preset = std::move(preset).value();

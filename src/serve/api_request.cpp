@@ -179,6 +179,20 @@ std::optional<ApiError> ParseKv(const json& kv, ParsedRequest* r) {
       if (auto e = GetInt(*it, p, 1, INT32_MAX, &spec.budget)) return e;
       continue;
     }
+    if (key == "steer_vector") {
+      // A name the server maps to a file it was started with; never a path.
+      if (!it->is_string()) return WrongType(p, *it, "a string (a steering vector name)");
+      spec.steer_vector = it->get<std::string>();
+      if (spec.steer_vector.empty() || spec.steer_vector.size() > 64 ||
+          spec.steer_vector.find_first_not_of(
+              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos) {
+        return Bad(p, "'" + p +
+                          "' must be the name of a steering vector the server was started with "
+                          "(letters, digits, '_' and '-'; not a path), got " +
+                          Show(*it));
+      }
+      continue;
+    }
     // The preset's override fields; their names and ranges are checked when
     // the preset is applied (MakePreset).
     if (key.empty() || key.find_first_of("=.") != std::string::npos) {

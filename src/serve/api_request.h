@@ -24,7 +24,10 @@
 //                    FIELD: number|boolean ...} where PRESET is a method
 //                    preset of src/eval/presets.h (fullkv, streaming, h2o,
 //                    snapkv, rkv, rkv+sentence, skipkv; "full" = fullkv) and
-//                    FIELD one of its override fields (window, interval, ...).
+//                    FIELD one of its override fields (window, interval, ...,
+//                    steer_layer, steer_coef, steer_alpha0, ...); and
+//                    "steer_vector": NAME, a steering vector the server was
+//                    started with (a name, never a path).
 // Every error names the field (as OpenAI's error "param") and the value.
 #pragma once
 
@@ -58,6 +61,7 @@ struct KvSpec {
   std::string preset;                  // a preset name ("full" normalised to "fullkv")
   int64_t budget = 0;                  // 0 when absent
   std::vector<std::string> overrides;  // "FIELD=VALUE" in the object's order
+  std::string steer_vector;            // kv.steer_vector: a vector name ("" = the server's default)
 };
 
 struct ParsedRequest {

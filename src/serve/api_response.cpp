@@ -33,8 +33,15 @@ json UsageJson(const GenerationResult& r) {
   return {{"prompt_tokens", p}, {"completion_tokens", c}, {"total_tokens", p + c}};
 }
 
-json KvExtensionJson(const GenerationResult& r, const std::string& preset) {
-  json j = {{"method", json::parse(MethodJson(r.method))},
+json KvExtensionJson(const GenerationResult& r, const std::string& preset, const std::string& steer_vector) {
+  json method = json::parse(MethodJson(r.method));
+  if (method.contains("steer.file")) {
+    method.erase("steer.file");
+    method["steer.vector"] = steer_vector;
+  }
+  json diagnostics = json::object();
+  for (const auto& [name, value] : r.diagnostics) diagnostics[name] = value;
+  json j = {{"method", method},
             {"peak_live_bytes", r.kv.peak_live_bytes},
             {"allocated_bytes", r.kv.allocated_bytes},
             {"peak_slots", r.kv.peak_slots},
@@ -45,7 +52,8 @@ json KvExtensionJson(const GenerationResult& r, const std::string& preset) {
             {"penalized_evicted", r.kv.penalized_evicted},
             {"queue_ms", r.timings.queue_ms},
             {"prefill_ms", r.timings.prefill_ms},
-            {"decode_ms", r.timings.decode_ms}};
+            {"decode_ms", r.timings.decode_ms},
+            {"diagnostics", diagnostics}};
   if (!preset.empty()) j["preset"] = preset;
   return j;
 }
@@ -66,7 +74,7 @@ std::string CompletionJson(const ResponseInfo& info, const GenerationResult& r, 
   }
   j["choices"] = json::array({choice});
   j["usage"] = UsageJson(r);
-  j["kv"] = KvExtensionJson(r, preset);
+  j["kv"] = KvExtensionJson(r, preset, info.steer_vector);
   return Dump(j);
 }
 
@@ -92,7 +100,7 @@ std::string UsageChunkJson(const ResponseInfo& info, const GenerationResult& r, 
   json j = Base(info, true);
   j["choices"] = json::array();
   j["usage"] = UsageJson(r);
-  j["kv"] = KvExtensionJson(r, preset);
+  j["kv"] = KvExtensionJson(r, preset, info.steer_vector);
   return Dump(j);
 }
 

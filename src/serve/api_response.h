@@ -18,6 +18,7 @@ struct ResponseInfo {
   std::string id;       // "chatcmpl-N" / "cmpl-N"
   int64_t created = 0;  // Unix seconds
   std::string model;
+  std::string steer_vector;  // the steering vector's name when the method steered ("" otherwise)
 };
 
 // eos and stop strings -> "stop"; max_tokens and the context -> "length";
@@ -29,8 +30,12 @@ const char* OpenAiFinishReason(FinishReason r);
 nlohmann::json UsageJson(const GenerationResult& r);
 // The extension: {"method": MethodJson, "preset": name (if any), "peak_live_bytes",
 // "allocated_bytes", "peak_slots", "final_slots", "compressions", "slots_evicted",
-// "effective_budget", "penalized_evicted", "prefill_ms", "decode_ms", "queue_ms"}.
-nlohmann::json KvExtensionJson(const GenerationResult& r, const std::string& preset);
+// "effective_budget", "penalized_evicted", "prefill_ms", "decode_ms", "queue_ms",
+// "diagnostics": {the method's counters, e.g. "steer.events", "skipkv.sentences"}}.
+// A steering method's "steer.file" (a server path) is replaced by
+// "steer.vector": `steer_vector`, the name the request can use.
+nlohmann::json KvExtensionJson(const GenerationResult& r, const std::string& preset,
+                               const std::string& steer_vector = "");
 
 // The whole non-streaming body.
 std::string CompletionJson(const ResponseInfo& info, const GenerationResult& r, const std::string& preset);

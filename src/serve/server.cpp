@@ -19,6 +19,7 @@
 #include "serve/api_request.h"
 #include "serve/api_response.h"
 #include "serve/metrics.h"
+#include "serve/peer_watch.h"
 #include "util/logging.h"
 
 namespace skipkv::serve {
@@ -141,6 +142,7 @@ void Server::Impl::HandleGenerate(const httplib::Request& req, httplib::Response
   limits.default_max_tokens = opts_.default_max_tokens;
   const uint64_t seq = next_seq_++;
   limits.default_seed = seed_base_ + seq;
+  limits.steer_vectors = &opts_.steer_vectors;
   ConvertOutcome conv = ToEngineRequest(*parsed.request, limits);
   if (!conv.ok()) return SendError(res, conv.error);
 
@@ -156,6 +158,7 @@ void Server::Impl::HandleGenerate(const httplib::Request& req, httplib::Response
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
   job->info.model = opts_.model_id;
+  job->info.steer_vector = conv.steer_vector;
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
     if (static_cast<int64_t>(inbox_.size()) + engine_waiting_ >= opts_.max_queue) {
@@ -176,11 +179,18 @@ void Server::Impl::HandleGenerate(const httplib::Request& req, httplib::Response
     inbox_cv_.notify_all();
   }
   // Wait for the engine to accept or refuse it (validation happens there).
+  // A plain request's client is watched while it waits: if it goes away,
+  // the request is cancelled (the engine loop frees its KV at its next turn).
+  const int conn =
+      job->stream ? -1
+                  : FindConnectionSocket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
   {
     std::unique_lock<std::mutex> lock(job->mu);
     job->cv.wait(lock, [&] { return job->accepted || job->done; });
     if (!job->stream || job->error) {
-      job->cv.wait(lock, [&] { return job->done; });
+      while (!job->cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return job->done; })) {
+        if (conn >= 0 && !job->cancel && PeerClosed(conn)) job->cancel = true;
+      }
       if (job->error) {
         SendError(res, *job->error);
       } else {

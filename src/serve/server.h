@@ -5,10 +5,11 @@
 // which validates; a refused request gets its 400 at once), cancel the jobs
 // whose client went away, run one Step(). Handlers wait on their job (plain
 // responses) or stream its text as server-sent events as the engine thread
-// appends it. A client that disconnects mid-stream cancels its request (its
-// KV is freed at the next engine-loop turn). The queue is bounded: when the
-// requests not yet started (hand-over + engine queue) reach max_queue, new
-// ones get 503 with Retry-After. Shutdown(): new requests get 503, in-flight
+// appends it. A client that disconnects cancels its request (its KV is
+// freed at the next engine-loop turn): a stream at its next failed write, a
+// plain request within 100 ms (its socket is polled, peer_watch.h). The
+// queue is bounded: when the requests not yet started (hand-over + engine
+// queue) reach max_queue, new ones get 503 with Retry-After. Shutdown(): new requests get 503, in-flight
 // ones may finish until the deadline, the rest are cancelled, then the
 // listener stops.
 //
@@ -23,6 +24,7 @@
 #include <memory>
 #include <string>
 
+#include "serve/steer_vectors.h"
 #include "skipkv/server_engine.h"
 #include "util/status.h"
 
@@ -39,6 +41,7 @@ struct ServerOptions {
   double shutdown_timeout_s = 30;  // how long in-flight requests may finish after Shutdown()
   int http_threads = 64;           // handler threads (a streaming request holds one)
   size_t max_body_bytes = 8u << 20;
+  SteerVectors steer_vectors;  // vectors requests may steer with (LoadSteerVectors; empty = none)
 };
 
 class Server {

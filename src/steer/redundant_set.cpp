@@ -19,7 +19,7 @@ void RedundantSentenceSet::Reset() {
   emb_.clear();
   compared_ = 0;
   table_.clear();
-  comparisons_ = pushed_ = 0;
+  comparisons_ = pushed_ = similar_pairs_ = 0;
 }
 
 void RedundantSentenceSet::Push(const Sentence& s, const float* unit_emb) {
@@ -28,24 +28,31 @@ void RedundantSentenceSet::Push(const Sentence& s, const float* unit_emb) {
   ++pushed_;
 }
 
+int64_t RedundantSentenceSet::SimsBefore(int64_t j, std::vector<float>* sims) const {
+  // Earlier sentences j−m .. j−1, m ≤ K: sims = E[j−m .. j) · v_j.
+  const int64_t m = std::min<int64_t>(j, k_);
+  if (m == 0) return 0;
+  TensorView e;
+  e.type = DType::kF32;
+  e.n_dims = 2;
+  e.ne = {d_, m, 1, 1};
+  e.data = reinterpret_cast<const uint8_t*>(emb_.data() + (j - m) * d_);
+  sims->resize(m);
+  kernels::MatVec(e, emb_.data() + j * d_, sims->data(), pool_);
+  return m;
+}
+
 int64_t RedundantSentenceSet::Update(GenPosRangePenalty* penalty) {
   const int64_t n = static_cast<int64_t>(spans_.size());
   int64_t entered = 0;
   for (int64_t j = compared_; j < n; ++j) {
-    // Earlier sentences j−m .. j−1, m ≤ K: sims = E[j−m .. j) · v_j.
-    const int64_t m = std::min<int64_t>(j, k_);
+    const int64_t m = SimsBefore(j, &sims_);
     if (m == 0) continue;
     const int64_t first = j - m;
-    TensorView e;
-    e.type = DType::kF32;
-    e.n_dims = 2;
-    e.ne = {d_, m, 1, 1};
-    e.data = reinterpret_cast<const uint8_t*>(emb_.data() + first * d_);
-    sims_.resize(m);
-    kernels::MatVec(e, emb_.data() + j * d_, sims_.data(), pool_);
     comparisons_ += m;
     for (int64_t i = 0; i < m; ++i) {
       const float sim = sims_[i];
+      if (sim >= kFig14Threshold) ++similar_pairs_;
       if (!(sim > tau_)) continue;
       const auto span = spans_[first + i];
       auto [it, inserted] = table_.emplace(span, sim);
@@ -65,6 +72,17 @@ int64_t RedundantSentenceSet::Update(GenPosRangePenalty* penalty) {
   }
   compared_ = static_cast<int64_t>(spans_.size());
   return entered;
+}
+
+RedundantSentenceSet::PairCounts RedundantSentenceSet::Pairs() const {
+  PairCounts c{similar_pairs_, comparisons_};
+  std::vector<float> sims;
+  for (int64_t j = compared_; j < static_cast<int64_t>(spans_.size()); ++j) {
+    const int64_t m = SimsBefore(j, &sims);
+    c.compared += m;
+    for (int64_t i = 0; i < m; ++i) c.similar += sims[i] >= kFig14Threshold;
+  }
+  return c;
 }
 
 }  // namespace skipkv

@@ -14,6 +14,13 @@
 // Memory: the embeddings of the last K compared sentences plus those pushed
 // since the last Update; older ones are discarded (they can never be
 // compared again).
+//
+// Pair statistics (paper Fig. 14): of the pairs (i, j) compared — each
+// sentence j with the at most K participating sentences before it — how
+// many have PSS(i, j) >= 0.95 (kFig14Threshold, independent of τ). Pairs()
+// also counts the pairs of sentences still queued (computed there, without
+// changing the set), so the figure covers every pushed sentence whether or
+// not an Update followed it.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +36,12 @@ namespace skipkv {
 
 class RedundantSentenceSet {
  public:
+  static constexpr float kFig14Threshold = 0.95f;
+  struct PairCounts {
+    int64_t similar = 0;   // pairs with PSS >= kFig14Threshold
+    int64_t compared = 0;  // pairs compared
+  };
+
   // d > 0, tau in (0, 1], max_sentences >= 1 (see ValidateSkipkvConfig).
   RedundantSentenceSet(int d, float tau, int64_t max_sentences);
 
@@ -48,6 +61,8 @@ class RedundantSentenceSet {
   int64_t stored() const { return static_cast<int64_t>(spans_.size()); }  // embeddings held
   int64_t comparisons() const { return comparisons_; }                    // dot products computed so far
   int64_t pushed() const { return pushed_; }
+  // The pair statistics over every pushed sentence (see the file comment).
+  PairCounts Pairs() const;
 
  private:
   int d_;
@@ -59,7 +74,11 @@ class RedundantSentenceSet {
   std::map<std::pair<int32_t, int32_t>, float> table_;
   std::vector<float> sims_;
   int64_t comparisons_ = 0, pushed_ = 0;
-  ThreadPool pool_{1};  // MatVec's single-threaded pool (runs on the caller)
+  int64_t similar_pairs_ = 0;  // of the comparisons_ so far, those with PSS >= kFig14Threshold
+  // Sims of sentence j (stored index) against the at most K stored before it
+  // into sims[0, m); returns m.
+  int64_t SimsBefore(int64_t j, std::vector<float>* sims) const;
+  mutable ThreadPool pool_{1};  // MatVec's single-threaded pool (runs on the caller)
 };
 
 }  // namespace skipkv

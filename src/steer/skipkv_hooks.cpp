@@ -23,8 +23,8 @@ class BusyTimer {
 
 SkipkvSentenceHooks::SkipkvSentenceHooks(const SkipkvConfig& config,
                                          std::shared_ptr<const SkipkvTokenSets> sets,
-                                         GenPosRangePenalty* penalty)
-    : config_(config), sets_(std::move(sets)), penalty_(penalty) {
+                                         GenPosRangePenalty* penalty, bool observe)
+    : config_(config), sets_(std::move(sets)), penalty_(penalty), observe_(observe) {
   SKIPKV_CHECK(sets_ != nullptr);
   SKIPKV_CHECK(ValidateSkipkvConfig(config_).ok());
 }
@@ -66,6 +66,10 @@ void SkipkvSentenceHooks::OnFinalHidden(std::span<const BatchToken> rows, const 
     redundant_->Push(s, tracker_->last_embedding().data());
     ++pss_sentences_;
     if (s.nonexec) ++nonexec_;
+    if (observe_) {
+      redundant_->Update(nullptr);
+      ++updates_;
+    }
   }
 }
 
@@ -80,6 +84,7 @@ std::vector<std::pair<std::string, double>> SkipkvSentenceHooks::Diagnostics() c
   int64_t prompt = 0;
   for (const Sentence& s : tracker_->sentences()) prompt += s.prompt;
   const double ms = std::chrono::duration<double, std::milli>(busy_).count();
+  const RedundantSentenceSet::PairCounts pairs = redundant_->Pairs();
   return {
       {"skipkv.sentences", static_cast<double>(tracker_->sentences().size())},
       {"skipkv.prompt_sentences", static_cast<double>(prompt)},
@@ -88,14 +93,16 @@ std::vector<std::pair<std::string, double>> SkipkvSentenceHooks::Diagnostics() c
       {"skipkv.nonexec_sentences", static_cast<double>(nonexec_)},
       {"skipkv.pss_updates", static_cast<double>(updates_)},
       {"skipkv.pss_comparisons", static_cast<double>(redundant_->comparisons())},
+      {"skipkv.similar_pairs", static_cast<double>(pairs.similar)},
+      {"skipkv.compared_pairs", static_cast<double>(pairs.compared)},
       {"skipkv.sentence_ms", ms},
   };
 }
 
 std::unique_ptr<SkipkvSentenceHooks> MakeSkipkvSentenceHooks(const SkipkvConfig& config,
                                                              std::shared_ptr<const SkipkvTokenSets> sets,
-                                                             GenPosRangePenalty* penalty) {
-  return std::make_unique<SkipkvSentenceHooks>(config, std::move(sets), penalty);
+                                                             GenPosRangePenalty* penalty, bool observe) {
+  return std::make_unique<SkipkvSentenceHooks>(config, std::move(sets), penalty, observe);
 }
 
 }  // namespace skipkv

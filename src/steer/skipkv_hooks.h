@@ -15,6 +15,9 @@
 //     §6.7), then T goes into `penalty` (GenPosRangePenalty::Add) when it is
 //     not null. With sentence_scoring off the caller passes nullptr and T is
 //     still computed for the diagnostics.
+//   Observation mode (`observe`, FullKV with EngineOptions::observe_sentences):
+//     no compressions come, so the PSS / T update runs after every closed
+//     sentence that takes part; the hooks only count (penalty is nullptr).
 #pragma once
 
 #include <chrono>
@@ -39,7 +42,7 @@ class SkipkvSentenceHooks : public SequenceHooks {
   // `config` must be valid (ValidateSkipkvConfig); `sets` not null; `penalty`
   // (may be null) must outlive the hooks.
   SkipkvSentenceHooks(const SkipkvConfig& config, std::shared_ptr<const SkipkvTokenSets> sets,
-                      GenPosRangePenalty* penalty);
+                      GenPosRangePenalty* penalty, bool observe = false);
 
   void OnStart(const SequenceStart& start) override;
   void BeforeForward(const SequenceStep& step) override;
@@ -49,8 +52,10 @@ class SkipkvSentenceHooks : public SequenceHooks {
   // skipkv.sentences (all closed sentences), skipkv.prompt_sentences,
   // skipkv.pss_sentences (taking part in the PSS), skipkv.redundant_sentences
   // (|T|), skipkv.nonexec_sentences (N_o), skipkv.pss_updates,
-  // skipkv.pss_comparisons (dot products), skipkv.sentence_ms (time spent in
-  // these hooks: bookkeeping + PSS).
+  // skipkv.pss_comparisons (dot products), skipkv.similar_pairs and
+  // skipkv.compared_pairs (RedundantSentenceSet::Pairs: pairs within the PSS
+  // window with PSS >= 0.95, of all such pairs — paper Fig. 14),
+  // skipkv.sentence_ms (time spent in these hooks: bookkeeping + PSS).
   std::vector<std::pair<std::string, double>> Diagnostics() const override;
 
   // N_o: completed NONEXEC sentences so far (prompt ones only with
@@ -64,6 +69,7 @@ class SkipkvSentenceHooks : public SequenceHooks {
   SkipkvConfig config_;
   std::shared_ptr<const SkipkvTokenSets> sets_;
   GenPosRangePenalty* penalty_;
+  bool observe_;
   std::optional<SentenceTracker> tracker_;
   std::optional<RedundantSentenceSet> redundant_;
   std::string pending_text_;  // text of the sampled token not yet fed
@@ -77,6 +83,7 @@ class SkipkvSentenceHooks : public SequenceHooks {
 
 std::unique_ptr<SkipkvSentenceHooks> MakeSkipkvSentenceHooks(const SkipkvConfig& config,
                                                              std::shared_ptr<const SkipkvTokenSets> sets,
-                                                             GenPosRangePenalty* penalty);
+                                                             GenPosRangePenalty* penalty,
+                                                             bool observe = false);
 
 }  // namespace skipkv

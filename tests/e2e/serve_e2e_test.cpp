@@ -9,7 +9,10 @@
 //    memory limit all finish, each equal to the same request run alone with
 //    `skipkv run` (same method fields), with peak KV under the limit;
 //  * a client killed mid-stream frees its KV (visible in /metrics), a full
-//    queue gives 503 + Retry-After, SIGTERM shuts down cleanly.
+//    queue gives 503 + Retry-After, SIGTERM shuts down cleanly;
+//  * steering chosen per request (kv.policy seal / skipkv, kv.steer_vector,
+//    kv.steer_coef) with the vectors given on the server's command line
+//    equals `skipkv run --method seal` / `--kv-policy skipkv --steer`.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -28,6 +31,7 @@
 #include <vector>
 
 #include "prereq.h"
+#include "steer/steering_vector.h"
 
 namespace {
 
@@ -271,6 +275,8 @@ TEST(ServeE2ETest, BadRequestsGetOpenAiErrors) {
       {"max_tokens too large", chat, "{" + msgs + R"(,"max_tokens":100000})", 400, "max_tokens", "exceeds"},
       {"prompt token outside the vocabulary", comp, R"({"prompt":[1,99999]})", 400, "",
        "outside the vocabulary"},
+      {"steering preset without a vector", chat, "{" + msgs + R"(,"kv":{"policy":"seal"}})", 400, "kv.policy",
+       "without a steering vector"},
   };
   for (const Case& c : cases) {
     const Http h = Curl(c.url, "POST", c.body, auth);
@@ -307,7 +313,7 @@ TEST(ServeE2ETest, BadRequestsGetOpenAiErrors) {
   EXPECT_TRUE(json::parse(h.body, nullptr, false).contains("error")) << h.body;
   // Every refusal was counted.
   EXPECT_EQ(
-      Metric(server.url(), "skipkv_http_requests_total{endpoint=\"/v1/chat/completions\",code=\"400\"}"), 10);
+      Metric(server.url(), "skipkv_http_requests_total{endpoint=\"/v1/chat/completions\",code=\"400\"}"), 11);
   EXPECT_EQ(Metric(server.url(), "skipkv_requests_submitted_total"), 1);
   EXPECT_EQ(server.Stop(SIGTERM, 30), 0) << server.log();
 }
@@ -388,15 +394,75 @@ TEST(ServeE2ETest, SixteenConcurrentStreamsMixedMethodsEqualRunAloneUnderKvLimit
   EXPECT_EQ(server.Stop(SIGTERM, 30), 0) << server.log();
 }
 
+// A tiny qwen2 with the real 151k vocabulary decodes slowly enough to be
+// caught mid-request ("" if make-model failed).
+std::string SlowModel() {
+  static const std::string path = [] {
+    const std::string model = Tmp("qwen.gguf");
+    const auto [rc, out] =
+        Shell("exec " + kBinary + " make-model --preset tiny-qwen2 --context 4096 -q --tokenizer " +
+              Quote(kQwenTok) + " -o " + model + " 2>&1");
+    EXPECT_EQ(rc, 0) << out;
+    return rc == 0 ? model : std::string();
+  }();
+  return path;
+}
+
+// Runs `cmd` in a child shell (exec'd), returns its pid.
+pid_t Spawn(const std::string& cmd) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string c = "exec " + cmd;
+    ::execl("/bin/sh", "sh", "-c", c.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+TEST(ServeE2ETest, KilledNonStreamingClientIsCancelledAndFreesKv) {
+  if (!std::ifstream(kQwenTok).good()) SKIPKV_MISSING_PREREQ("the Qwen tokenizer file " + kQwenTok);
+  const std::string model = SlowModel();
+  ASSERT_FALSE(model.empty());
+  ServerProc server;
+  ASSERT_TRUE(server.Start("-m " + model + " --max-active 1")) << server.log();
+  const std::string url = server.url();
+  const std::string body_file = Tmp("plain_body.json");
+  WriteFile(body_file, R"({"prompt":"Hello","max_tokens":3000,"temperature":0})");
+  const std::string curl = "curl -s -o /dev/null -H 'Content-Type: application/json' --data-binary @" +
+                           body_file + " " + url + "/v1/completions";
+  // A: a plain (non-streaming) request; B queues behind it (--max-active 1).
+  const pid_t a = Spawn(curl);
+  ASSERT_EQ(WaitMetric(url, "skipkv_requests_active", 1), 1) << server.log();
+  const pid_t b = Spawn(curl);
+  ASSERT_EQ(WaitMetric(url, "skipkv_requests_waiting", 1), 1) << server.log();
+  EXPECT_GT(Metric(url, "skipkv_kv_allocated_bytes"), 0);
+  // Kill A's client: A is cancelled and B starts; kill B's while it waits or
+  // runs: B is cancelled too, and every KV byte is freed, long before 3000
+  // tokens could have been generated.
+  const auto t0 = std::chrono::steady_clock::now();
+  ::kill(a, SIGKILL);
+  ::waitpid(a, nullptr, 0);
+  EXPECT_EQ(WaitMetric(url, "skipkv_requests_cancelled_total", 1), 1) << server.log();
+  ::kill(b, SIGKILL);
+  ::waitpid(b, nullptr, 0);
+  EXPECT_EQ(WaitMetric(url, "skipkv_requests_cancelled_total", 2), 2) << server.log();
+  EXPECT_EQ(WaitMetric(url, "skipkv_kv_allocated_bytes", 0), 0);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(secs, 15);
+  EXPECT_EQ(Metric(url, "skipkv_requests_completed_total"), 0);
+  EXPECT_EQ(Metric(url, "skipkv_requests_active"), 0);
+  EXPECT_EQ(Metric(url, "skipkv_requests_waiting"), 0);
+  // The server still answers a plain request to the end.
+  const Http h = Curl(url + "/v1/completions", "POST", R"({"prompt":"Hi","max_tokens":3})");
+  EXPECT_EQ(h.status, 200) << h.body;
+  EXPECT_EQ(Metric(url, "skipkv_requests_completed_total"), 1);
+  EXPECT_EQ(server.Stop(SIGTERM, 30), 0) << server.log();
+}
+
 TEST(ServeE2ETest, KilledClientFreesKvQueueFullGives503AndSigtermDrains) {
   if (!std::ifstream(kQwenTok).good()) SKIPKV_MISSING_PREREQ("the Qwen tokenizer file " + kQwenTok);
-  // A tiny qwen2 with the real 151k vocabulary decodes slowly enough to be
-  // caught mid-stream.
-  const std::string model = Tmp("qwen.gguf");
-  ASSERT_EQ(Shell("exec " + kBinary + " make-model --preset tiny-qwen2 --context 4096 -q --tokenizer " +
-                  Quote(kQwenTok) + " -o " + model + " 2>&1")
-                .first,
-            0);
+  const std::string model = SlowModel();
+  ASSERT_FALSE(model.empty());
   ServerProc server;
   ASSERT_TRUE(server.Start("-m " + model + " --max-active 1 --max-queue 1 --shutdown-timeout 2"))
       << server.log();
@@ -472,6 +538,110 @@ TEST(ServeE2ETest, KilledClientFreesKvQueueFullGives503AndSigtermDrains) {
   const std::string d_text = ReadAll(d_out);
   EXPECT_NE(d_text.find("shut down before the request finished"), std::string::npos) << d_text.substr(0, 300);
   EXPECT_NE(d_text.find("data: [DONE]"), std::string::npos);
+}
+
+// ---- Steering ----------------------------------------------------------------------
+
+// The testbed's tiny qwen2 (2 layers of width 32, its own byte-level BPE whose
+// one SPLIT token is ".\n\n") and a vector for its direction.1 (the last
+// layer's output) with entries in [-10, 10]; `sign` -1 writes its negation.
+const std::string kSteerModel = std::string(SKIPKV_TEST_DATA_DIR) + "/testbed_tiny";
+
+std::string WriteSteerVector(const std::string& name, float sign) {
+  const std::string out = Tmp(name);
+  skipkv::ControlVector cv;
+  cv.width = 32;
+  uint64_t x = 99;
+  std::vector<float> v(32);
+  for (float& f : v) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    f = sign * static_cast<float>(static_cast<int64_t>(x >> 40) % 2001 - 1000) / 100.0f;
+  }
+  cv.directions[1] = v;
+  const auto st = skipkv::WriteControlVector(out, cv, 2);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return out;
+}
+
+TEST(ServeE2ETest, SteeringByPresetWithTheServersVectorsEqualsRun) {
+  const std::string vec = WriteSteerVector("vec.gguf", 1), neg = WriteSteerVector("neg.gguf", -1);
+  // A vector the server cannot load stops it before it listens, naming the option.
+  {
+    ServerProc bad;
+    EXPECT_FALSE(bad.Start("-m " + kSteerModel + " --steer " + vec +
+                           " --steer-layer 1 --steer-vector neg=" + Tmp("missing.gguf")));
+    EXPECT_NE(bad.log().find("--steer-vector neg"), std::string::npos) << bad.log();
+  }
+  ServerProc server;
+  ASSERT_TRUE(server.Start("-m " + kSteerModel + " --steer " + vec +
+                           " --steer-layer 1 --steer-coef 40 --steer-vector neg=" + neg))
+      << server.log();
+  const std::string comp = server.url() + "/v1/completions";
+  // The prompt ends with the SPLIT token, so the prefill's last row is steered.
+  const std::string prompt = "12 + 30 = 42.\n\n";
+  auto complete = [&](const json& kv, int n) {
+    json body = {{"prompt", prompt}, {"max_tokens", n}, {"temperature", 0}, {"kv", kv}};
+    const Http h = Curl(comp, "POST", body.dump());
+    EXPECT_EQ(h.status, 200) << kv.dump() << ": " << h.body;
+    json j = json::parse(h.body, nullptr, false);
+    EXPECT_TRUE(j.is_object() && j.contains("choices")) << h.body;
+    return j;
+  };
+  auto run = [&](const std::string& args, int n) {
+    return RunAlone(prompt, n, "-m " + kSteerModel + " " + args);
+  };
+  json full = complete({{"policy", "fullkv"}}, 40);
+  json seal = complete({{"policy", "seal"}}, 40);
+  json& kvx = seal["kv"];
+  EXPECT_EQ(kvx["method"]["steer.vector"], "default") << kvx.dump();
+  EXPECT_FALSE(kvx["method"].contains("steer.file")) << "the server's path is not echoed";
+  EXPECT_EQ(kvx["method"]["steer.coef"], 40);
+  EXPECT_EQ(kvx["method"]["policy"], "full");
+  ASSERT_GE(kvx["diagnostics"].value("steer.events", 0.0), 1) << kvx.dump();
+  // Greedy seal equals `skipkv run --method seal` with the same vector and coefficient.
+  json seal_run = run("--method seal --steer " + vec + " --steer-layer 1 --steer-coef 40", 40);
+  EXPECT_EQ(seal["choices"][0]["text"], seal_run["text"]);
+  EXPECT_EQ(seal["usage"]["completion_tokens"], seal_run["generated_tokens"]);
+  EXPECT_EQ(full["choices"][0]["text"], run("--kv-policy full", 40)["text"]);
+  EXPECT_NE(seal["choices"][0]["text"], full["choices"][0]["text"]) << "coefficient 40 changed nothing";
+  // Per-request coefficients and named vectors: -40 x (-V) adds what 40 x V
+  // adds; coefficient 0 adds nothing.
+  json neg40 = complete({{"policy", "seal"}, {"steer_vector", "neg"}, {"steer_coef", -40}}, 40);
+  EXPECT_EQ(neg40["kv"]["method"]["steer.vector"], "neg");
+  EXPECT_EQ(neg40["choices"][0]["text"], seal["choices"][0]["text"]);
+  EXPECT_EQ(complete({{"policy", "seal"}, {"steer_coef", 0}}, 40)["choices"][0]["text"],
+            full["choices"][0]["text"]);
+  // skipkv with the server's vector: SkipKV's adaptive steering, as `run --kv-policy skipkv --steer`.
+  json sk = complete(
+      {{"policy", "skipkv"}, {"budget", 24}, {"window", 4}, {"interval", 8}, {"steer_gamma", 0.5}}, 60);
+  EXPECT_EQ(sk["kv"]["method"]["steer.mode"], "adaptive");
+  EXPECT_EQ(sk["choices"][0]["text"],
+            run("--kv-policy skipkv --kv-budget 24 --kv-window 4 --kv-interval 8 --mix-lambda 0.1 --steer " +
+                    vec + " --steer-layer 1 --steer-gamma 0.5",
+                60)["text"]);
+  // Bad steering fields: 400s naming the field; the server never opens a path from a request.
+  struct Case {
+    json kv;
+    std::string param, words;
+  };
+  const std::vector<Case> cases = {
+      {{{"policy", "seal"}, {"steer_vector", "pos"}}, "kv.steer_vector", "it has: default, neg"},
+      {{{"policy", "seal"}, {"steer_vector", vec}}, "kv.steer_vector", "not a path"},
+      {{{"policy", "seal"}, {"steer_layer", 0}}, "kv.steer_layer", "no direction"},
+      {{{"policy", "seal"}, {"steer_coef", "high"}}, "kv.steer_coef", "must be a number"},
+      {{{"policy", "rkv"}, {"budget", 24}, {"steer_vector", "neg"}}, "kv.steer_vector", "does not steer"},
+      {{{"policy", "seal"}, {"steer_gamma", 1}}, "kv.steer_gamma", "fixed strength"},
+  };
+  for (const Case& c : cases) {
+    json body = {{"prompt", prompt}, {"max_tokens", 4}, {"kv", c.kv}};
+    const Http h = Curl(comp, "POST", body.dump());
+    EXPECT_EQ(h.status, 400) << c.kv.dump() << ": " << h.body;
+    const json j = json::parse(h.body, nullptr, false);
+    ASSERT_TRUE(j.is_object() && j.contains("error")) << h.body;
+    EXPECT_EQ(j["error"]["param"], c.param) << h.body;
+    EXPECT_NE(j["error"]["message"].get<std::string>().find(c.words), std::string::npos) << h.body;
+  }
+  EXPECT_EQ(server.Stop(SIGTERM, 30), 0) << server.log();
 }
 
 }  // namespace

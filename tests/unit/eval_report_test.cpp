@@ -74,6 +74,14 @@ TEST(EvalReportTest, SentenceRatiosFromDiagnostics) {
   ASSERT_TRUE(s.has_value());
   EXPECT_DOUBLE_EQ(s->similarity_ratio, 0.25);
   EXPECT_DOUBLE_EQ(s->nonexec_ratio, 0.1);
+  EXPECT_FALSE(s->pair_similarity_ratio.has_value());  // a row without pair counts
+  row["diagnostics"]["skipkv.similar_pairs"] = 3.0;
+  row["diagnostics"]["skipkv.compared_pairs"] = 12.0;
+  s = SampleSentenceStats(row);
+  ASSERT_TRUE(s->pair_similarity_ratio.has_value());
+  EXPECT_DOUBLE_EQ(*s->pair_similarity_ratio, 0.25);
+  row["diagnostics"]["skipkv.compared_pairs"] = 0.0;
+  EXPECT_FALSE(SampleSentenceStats(row)->pair_similarity_ratio.has_value());
   EXPECT_FALSE(SampleSentenceStats({{"diagnostics", nlohmann::json::object()}}).has_value());
   row["diagnostics"]["skipkv.pss_sentences"] = 0.0;
   EXPECT_FALSE(SampleSentenceStats(row).has_value());
@@ -133,18 +141,26 @@ TEST(EvalReportTest, MarkdownHasEveryRowAndTheSentenceTable) {
             {"budget", 64},
             {"correct", false},
             {"similarity_ratio", 0.5},
+            {"pair_similarity_ratio", 0.125},
             {"nonexec_ratio", 0.25}},
            {{"method", "skipkv"},
             {"budget", 64},
             {"correct", false},
             {"similarity_ratio", 0.0},
             {"nonexec_ratio", 0.75}},
-           {{"method", "fullkv"}, {"budget", 0}, {"correct", true}}}}}}},
+           {{"method", "fullkv"},
+            {"budget", 0},
+            {"correct", true},
+            {"similarity_ratio", 0.0},
+            {"pair_similarity_ratio", 0.5},
+            {"nonexec_ratio", 0.0}}}}}}},
       {"throughput", nullptr}};
   const std::string md = SummaryMarkdown(report);
   EXPECT_NE(md.find("| fullkv | 0 | 2 | 50.0 | 10.0 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| skipkv | 64 | 2 | 0.0 | 12.5 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| skipkv | 64 | no | 2 | 0.250 | 0.500 |"), std::string::npos) << md;
+  // Pair share: the mean over the samples that have one (one of two here).
+  EXPECT_NE(md.find("| skipkv | 64 | no | 2 | 0.125 | 0.250 | 0.500 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fullkv | 0 | yes | 1 | 0.500 | 0.000 | 0.000 |"), std::string::npos) << md;
   EXPECT_EQ(md.find("Throughput"), std::string::npos);
 }
 

@@ -1,9 +1,15 @@
 // Eviction scores (src/kv/scores.h) against hand-worked examples, and the
 // score-based policies against an independent naive implementation of spec
-// §6.6 written here (full N×N matrices, double precision, std::sort).
+// §6.6 written here (full N×N matrices, double precision, std::sort). CTest
+// runs this binary once per compiled SIMD target (SKIPKV_SIMD, see
+// tests/CMakeLists.txt); KvScoresSimd checks that the scores run there.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <string>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -13,6 +19,8 @@
 #include "kv/kv_policy.h"
 #include "kv/score_adjust.h"
 #include "kv/scores.h"
+#include "kernels/ops.h"
+#include "kernels/panel_matmul.h"
 
 namespace skipkv {
 namespace {
@@ -192,23 +200,6 @@ TEST(KvScores, RangePenaltyMapsGenPosPerHead) {
   std::vector<float> score(6, 0.f);
   pen.Adjust(0, 0, std::span<const int32_t>(gp, 8), score);
   EXPECT_EQ(score, (std::vector<float>{0, 0, -0.5f, -0.5f, -0.5f, -1.f}));
-}
-
-TEST(KvScores, BlockedGemmMatchesNaive) {
-  std::mt19937 rng(7);
-  std::normal_distribution<float> nd;
-  for (auto [m, n, d] : {std::tuple{1, 1, 1}, {7, 17, 5}, {13, 33, 128}, {6, 16, 3}}) {
-    std::vector<float> a(m * d), b(n * d), c(m * n);
-    for (auto& x : a) x = nd(rng);
-    for (auto& x : b) x = nd(rng);
-    kvscore::MatMulABt(a.data(), m, b.data(), n, d, c.data());
-    for (int i = 0; i < m; ++i)
-      for (int j = 0; j < n; ++j) {
-        double ref = 0;
-        for (int k = 0; k < d; ++k) ref += static_cast<double>(a[i * d + k]) * b[j * d + k];
-        EXPECT_NEAR(c[i * n + j], ref, 1e-4 * (1 + std::abs(ref))) << m << "x" << n << "x" << d;
-      }
-  }
 }
 
 // ---- Naive oracle of spec §6.6 for one KV head --------------------------------------
@@ -406,6 +397,43 @@ TEST(KvScores, RedundancyMatchesNaiveOnClusteredKeys) {
     const auto want = NaiveRedundancy(in);
     for (int i = 0; i < n; ++i) EXPECT_NEAR(out[i], want[i], 1e-6) << "n=" << n << " i=" << i;
   }
+}
+
+// The eviction scores run on the SIMD target the kernels dispatch to, and
+// SKIPKV_SIMD=<target> moves them there (when the CPU has that target).
+TEST(KvScoresSimd, ScoresRunOnTheDispatchedTarget) {
+  std::mt19937 rng(5);
+  const auto in = RandomInput(rng, 40, 16, 2, 4, 0);
+  KvScratch s;
+  std::vector<float> out(40);
+  kvscore::Redundancy(in.k.data(), 40, 16, nullptr, out.data(), s);
+  EXPECT_STREQ(kernels::LastPanelTargetName(), kernels::SimdTargetName());
+  kvscore::AttentionImportance(in.q.data(), 2, 4, in.k.data(), 32, 16, nullptr, out.data(), s);
+  EXPECT_STREQ(kernels::LastPanelTargetName(), kernels::SimdTargetName());
+  const char* env = std::getenv("SKIPKV_SIMD");
+  if (env == nullptr || *env == '\0') return;  // uncapped: the best target, checked above
+  std::string want(env);
+  for (char& ch : want) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (want == "EMU128" || want == "SCALAR" || want == "PORTABLE") {
+    // The portable fallback: EMU128, or SCALAR where Highway builds that instead.
+    const std::string got = kernels::LastPanelTargetName();
+    EXPECT_TRUE(got == "EMU128" || got == "SCALAR") << got;
+    return;
+  }
+  const std::string got_simd = kernels::SimdTargetName(), got_panel = kernels::LastPanelTargetName();
+  // Highway 1.0's SupportedTargets() re-detects the CPU and resets the chosen
+  // target to the best one; Update() with its (capped) result restores the cap.
+  const int64_t supported = hwy::SupportedTargets();
+  hwy::GetChosenTarget().Update(supported);
+  for (int i = 0; i <= 62; ++i) {
+    const int64_t bit = int64_t{1} << i;
+    if (want != hwy::TargetName(bit)) continue;
+    if ((supported & bit) == 0) GTEST_SKIP() << "this CPU lacks " << want;
+    EXPECT_EQ(got_simd, want);
+    EXPECT_EQ(got_panel, want);
+    return;
+  }
+  FAIL() << "SKIPKV_SIMD=" << env << " names no Highway target";
 }
 
 }  // namespace

@@ -159,6 +159,87 @@ TEST(ServeConvertTest, MethodsFromPresetsAndLimits) {
   EXPECT_EQ(f.request->max_new_tokens, 512);
 }
 
+// Steering: the vector comes from the server's set (by name, or its
+// default), never from the request; the method's strengths from the preset
+// and the request's steer_* fields.
+TEST(ServeConvertTest, SteeringPresetsTakeTheServersVectors) {
+  SteerVectors vecs;
+  SteeringConfig base;
+  base.enabled = true;
+  base.file = "/srv/vectors/default.gguf";
+  base.layer = 1;
+  base.coef = 3;
+  vecs.by_name["default"] = {base, {1}};
+  SteeringConfig other = base;
+  other.file = "/srv/vectors/neg.gguf";
+  vecs.by_name["neg"] = {other, {0, 1}};
+  ConvertLimits lim;
+  lim.n_ctx = 512;
+  lim.steer_vectors = &vecs;
+  const std::string m = R"({"messages":[{"role":"user","content":"x"}])";
+  auto ok = [&](const std::string& kv) {
+    ConvertOutcome o = ToEngineRequest(MustParse(m + R"(,"kv":)" + kv + "}"), lim);
+    EXPECT_TRUE(o.ok()) << kv << ": " << o.error.message;
+    return o;
+  };
+  ConvertOutcome seal = ok(R"({"policy":"seal","steer_coef":2.5})");
+  ASSERT_TRUE(seal.ok());
+  const SteeringConfig& s = seal.request->method->steer;
+  EXPECT_TRUE(s.enabled);
+  EXPECT_FALSE(s.adaptive);
+  EXPECT_EQ(s.file, base.file);
+  EXPECT_FLOAT_EQ(s.coef, 2.5f);
+  EXPECT_EQ(seal.request->method->kv.policy, "full");
+  EXPECT_EQ(seal.steer_vector, "default");
+  ConvertOutcome named = ok(R"({"policy":"seal","steer_vector":"neg","steer_layer":0})");
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named.request->method->steer.file, other.file);
+  EXPECT_EQ(named.request->method->steer.layer, 0);
+  EXPECT_FLOAT_EQ(named.request->method->steer.coef, 3.f);  // the server's --steer-coef
+  EXPECT_EQ(named.steer_vector, "neg");
+  ConvertOutcome adaptive = ok(R"({"policy":"rkv+sentence+steering","budget":64,"steer_gamma":0.5})");
+  ASSERT_TRUE(adaptive.ok());
+  EXPECT_TRUE(adaptive.request->method->steer.adaptive);
+  EXPECT_FLOAT_EQ(adaptive.request->method->steer.gamma, 0.5f);
+  // skipkv steers when the server has a vector; rkv never does.
+  EXPECT_TRUE(ok(R"({"policy":"skipkv","budget":64})").request->method->steer.enabled);
+  ConvertOutcome rkv = ok(R"({"policy":"rkv","budget":64})");
+  EXPECT_FALSE(rkv.request->method->steer.enabled);
+  EXPECT_EQ(rkv.steer_vector, "");
+
+  auto fails = [&](const std::string& kv, const std::string& param, const std::string& words,
+                   const ConvertLimits& l) {
+    const std::string body = m + R"(,"kv":)" + kv + "}";
+    ParseOutcome parsed = ParseRequest(body, Endpoint::kChat);
+    ApiError e = parsed.error;
+    if (parsed.ok()) {
+      ConvertOutcome o = ToEngineRequest(*parsed.request, l);
+      ASSERT_FALSE(o.ok()) << kv;
+      e = o.error;
+    }
+    EXPECT_EQ(e.http_status, 400) << kv;
+    EXPECT_EQ(e.param, param) << kv << ": " << e.message;
+    EXPECT_NE(e.message.find(words), std::string::npos) << kv << ": " << e.message;
+  };
+  fails(R"({"policy":"seal","steer_vector":"pos"})", "kv.steer_vector", "it has: default, neg", lim);
+  fails(R"({"policy":"seal","steer_vector":"/etc/passwd"})", "kv.steer_vector", "not a path", lim);
+  fails(R"({"policy":"seal","steer_vector":7})", "kv.steer_vector", "must be a string", lim);
+  fails(R"({"policy":"rkv","budget":64,"steer_vector":"neg"})", "kv.steer_vector", "does not steer", lim);
+  fails(R"({"policy":"seal","steer_layer":0})", "kv.steer_layer", "'default' has no direction", lim);
+  fails(R"({"policy":"seal","steer_coef":"big"})", "kv.steer_coef", "must be a number", lim);
+  fails(R"({"policy":"seal","steer_alpha0":2})", "kv.steer_alpha0", "fixed strength", lim);
+  fails(R"({"policy":"rkv","budget":64,"steer_coef":2})", "kv.steer_coef", "does not steer", lim);
+  ConvertLimits none = lim;
+  none.steer_vectors = nullptr;
+  fails(R"({"policy":"seal"})", "kv.policy", "without a steering vector", none);
+  fails(R"({"policy":"rkv+sentence+steering","budget":64})", "kv.policy", "without a steering vector", none);
+  fails(R"({"policy":"seal","steer_vector":"neg"})", "kv.steer_vector", "without steering vectors", none);
+  // Without vectors, skipkv runs unsteered.
+  ConvertOutcome plain = ToEngineRequest(MustParse(m + R"(,"kv":{"policy":"skipkv","budget":64}})"), none);
+  ASSERT_TRUE(plain.ok()) << plain.error.message;
+  EXPECT_FALSE(plain.request->method->steer.enabled);
+}
+
 TEST(ServeConvertTest, StatusMapsToHttpErrors) {
   ApiError e = ErrorFromStatus(OutOfRange("prompt of 600 tokens does not fit the context of 512 positions"));
   EXPECT_EQ(e.http_status, 400);

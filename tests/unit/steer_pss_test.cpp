@@ -115,6 +115,46 @@ Table Oracle(const std::vector<std::vector<double>>& emb,
   return t;
 }
 
+// Fig. 14's pair statistic by hand (d = 2, unit rows):
+//   s0 = (1, 0), s1 = (0.96, 0.28), s2 = (0, 1), s3 = (0.6, 0.8), s4 = (1, 0).
+// PSS of the pairs: s1·s0 = 0.96; s2·s0 = 0, s2·s1 = 0.28; s3·s0 = 0.6,
+// s3·s1 = 0.8, s3·s2 = 0.8; s4·s0 = 1, s4·s1 = 0.96, s4·s2 = 0, s4·s3 = 0.6.
+// K = 4: all 1+2+3+4 = 10 pairs, 3 of them >= 0.95 (s1·s0, s4·s0, s4·s1).
+// K = 2: 1+2+2+2 = 7 pairs, only s1·s0 (s4 no longer sees s0 and s1).
+// The 0.95 cut does not follow τ: with τ = 0.99 T holds only s0 (s4·s0 = 1).
+TEST(RedundantSentenceSetTest, SimilarPairsWithinTheWindowByHand) {
+  const std::vector<std::vector<float>> e = {{1, 0}, {0.96f, 0.28f}, {0, 1}, {0.6f, 0.8f}, {1, 0}};
+  struct Want {
+    int64_t k, similar, compared;
+  };
+  for (const Want w : {Want{4, 3, 10}, Want{2, 1, 7}}) {
+    SCOPED_TRACE(w.k);
+    RedundantSentenceSet set(2, 0.99f, w.k);
+    for (int i = 0; i < 3; ++i) set.Push(Span(10 * i, 10 * i + 5), e[i].data());
+    set.Update(nullptr);
+    for (int i = 3; i < 5; ++i) set.Push(Span(10 * i, 10 * i + 5), e[i].data());
+    // s3 and s4 are still queued: Pairs() counts them without an Update.
+    const auto before = set.Pairs();
+    EXPECT_EQ(set.comparisons(), 1 + 2);
+    EXPECT_EQ(before.similar, w.similar);
+    EXPECT_EQ(before.compared, w.compared);
+    set.Update(nullptr);
+    const auto after = set.Pairs();
+    EXPECT_EQ(after.similar, w.similar);
+    EXPECT_EQ(after.compared, w.compared);
+    EXPECT_EQ(set.comparisons(), w.compared);
+    if (w.k == 4) {
+      ASSERT_EQ(set.table().size(), 1u);
+      EXPECT_EQ(set.table().begin()->first, std::make_pair(0, 5));
+    } else {
+      EXPECT_TRUE(set.table().empty());
+    }
+    set.Reset();
+    EXPECT_EQ(set.Pairs().compared, 0);
+    EXPECT_EQ(set.Pairs().similar, 0);
+  }
+}
+
 TEST(RedundantSentenceSetTest, MatchesANaiveDoubleOracle) {
   std::mt19937 rng(7);
   std::normal_distribution<double> n01(0.0, 1.0);

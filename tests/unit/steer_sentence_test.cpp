@@ -269,5 +269,28 @@ TEST(SkipkvSentenceHooksTest, NullPenaltyStillComputesT) {
   EXPECT_EQ(Diag(*hooks, "skipkv.redundant_sentences"), 1);
 }
 
+// Observation mode (FullKV rows): no compression step ever comes, yet every
+// closed sentence is compared at once; nothing is written anywhere.
+TEST(SkipkvSentenceHooksTest, ObservationUpdatesAtEverySentence) {
+  auto sets = std::make_shared<const SkipkvTokenSets>(HandSets());
+  SkipkvConfig c;
+  auto hooks = MakeSkipkvSentenceHooks(c, sets, nullptr, /*observe=*/true);
+  HookDriver drv(hooks.get(), {1}, 0, 2);
+  drv.Prefill({{0, 1}});
+  drv.Step(2, "a", {0, 1}, false);
+  drv.Step(10, ".", {0, 1}, false);  // closes [0..2]: nothing before it to compare
+  EXPECT_EQ(Diag(*hooks, "skipkv.compared_pairs"), 0);
+  drv.Step(2, "a", {1, 0}, false);
+  drv.Step(10, ".", {0.6f, 0.8f}, false);  // closes [3..4]: mean (0.8, 0.4)/|.|, PSS with (0, 1) = 0.447
+  drv.Step(2, "a", {0, 1}, false);
+  drv.Step(10, ".", {0, 1}, false);  // closes [5..6] = (0, 1): PSS 1 with [0..2], 0.447 with [3..4]
+  EXPECT_EQ(hooks->pss_updates(), 3);
+  ASSERT_EQ(hooks->redundant().table().size(), 1u);  // [0..2], λ = 1
+  EXPECT_EQ(hooks->redundant().table().begin()->first, std::make_pair(0, 2));
+  EXPECT_EQ(Diag(*hooks, "skipkv.compared_pairs"), 3);  // 0 + 1 + 2
+  EXPECT_EQ(Diag(*hooks, "skipkv.similar_pairs"), 1);
+  EXPECT_EQ(Diag(*hooks, "skipkv.redundant_sentences"), 1);
+}
+
 }  // namespace
 }  // namespace skipkv

@@ -12,8 +12,9 @@ reads the tidy JSON the C++ side writes (src/eval/report.h, schema
                         (layer, KV head), with a slider over the compressions
 Plots: accuracy (pass@1) vs KV budget and mean generated length vs budget per
 method and results file (paper Fig. 9/10; FullKV as a dashed line), throughput
-vs batch size per method (Table 1's runs), and the per-sample similarity and
-non-execution sentence ratios split by correct / incorrect (Fig. 14). A plot
+vs batch size per method (Table 1's runs), and per sample the share of similar
+sentence pairs (PSS >= 0.95 among the pairs compared) and the non-execution
+sentence ratio, split by correct / incorrect (Fig. 14). A plot
 without data is replaced by a sentence saying why. Exit code 0 on success.
 """
 import base64
@@ -105,26 +106,29 @@ def plot_throughput(plots, tp):
 
 
 def plot_sentence_stats(plots, idx, section):
-    title = "Similarity and non-execution ratios: %s (%s)" % (section["file"], section["dataset"])
+    title = "Similar sentence pairs and non-execution ratio: %s (%s)" % (section["file"], section["dataset"])
     groups = {}
     for s in section["samples"]:
         if "similarity_ratio" in s:
             label = "%s@%d" % (s["method"], s["budget"])
             g = groups.setdefault(label, {True: [], False: []})
-            g[bool(s["correct"])].append((s["similarity_ratio"], s["nonexec_ratio"]))
+            # The pair share (Fig. 14) is absent from rows written before the
+            # tracker counted pairs: None, left out of that panel's means.
+            g[bool(s["correct"])].append((s.get("pair_similarity_ratio"), s["nonexec_ratio"]))
     if not groups:
         plots.add("sentences_%d" % idx, title,
-                  note="no sentence statistics: only methods with SkipKV's sentence tracker record them")
+                  note="no sentence statistics: only rows of SkipKV's sentence tracker (policy skipkv, and "
+                       "FullKV rows of skipkv eval) record them")
         return
     labels = sorted(groups)
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 4.0))
     width = 0.38
-    for ax, k, name in ((axes[0], 0, "similarity ratio (PSS above threshold)"),
+    for ax, k, name in ((axes[0], 0, "similar sentence pairs (PSS >= 0.95) / pairs compared"),
                         (axes[1], 1, "non-execution ratio")):
         for off, correct, color in ((-width / 2, True, "tab:green"), (width / 2, False, "tab:red")):
             means = []
             for lab in labels:
-                vals = [v[k] for v in groups[lab][correct]]
+                vals = [v[k] for v in groups[lab][correct] if v[k] is not None]
                 means.append(sum(vals) / len(vals) if vals else 0.0)
             ax.bar([i + off for i in range(len(labels))], means, width,
                    color=color, label="correct" if correct else "incorrect")

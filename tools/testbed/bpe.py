@@ -104,7 +104,7 @@ class Tokenizer:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--vocab", type=int, default=400)
+    ap.add_argument("--vocab", type=int, default=512)
     ap.add_argument("--problems", type=int, default=400)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
@@ -121,7 +121,9 @@ def main():
         ids = tok.encode(must)
         print(f"{must!r:>18} -> {ids} {[tok.piece(i) for i in ids]}")
     # Each name is one token wherever it occurs (" name"), so a look-up is a one-token match.
-    split = [n for n in gen.NAME_POOL if len(tok.encode(" " + n)) != 1]
+    # A fact's key is the name at a line start ("bak: +3 go dor."), a token of its own; every other
+    # mention is " name". Both must be single tokens, and different ones.
+    split = [n for n in gen.NAME_POOL if len(tok.encode(" " + n)) != 1 or len(tok.encode("\n" + n)) != 2]
     if split:
         sys.exit(f"bpe.py: names not learned as single tokens at --vocab {a.vocab}: {split}")
     n = [len(tok.encode(p["prompt"] + p["trace"])) for p in probs[:100]]

@@ -5,24 +5,24 @@ gives the start and the number of steps. The trace solves it one sentence per li
 ends with a \\boxed{} answer:
 
   Facts:
-  At bak +3 go dor.
-  At dor -7 go fim.
-  At fim +2 go bak.
-  At kel +5 go kel.                    <- a distractor (not on the walk)
+  bak: +3 go dor.
+  dor: -7 go fim.
+  fim: +2 go bak.
+  kel: +5 go kel.                      <- a distractor (not on the walk)
   Task: start at bak, 5 steps.
   <think>
-  At bak +3 go dor.                    <- look-up: the fact copied from the prompt in exactly its format
+  bak: +3 go dor.                      <- look-up: the fact copied from the prompt in exactly its format
   0+3=3, 4 left.                       <- running result mod 10, and the steps still to go
-  At dor -7 go fim.
+  dor: -7 go fim.
   Alternatively, 3-7 is 10+3-7.        <- transition, triggered by a subtraction whose left side is smaller
   3-7=6, 3 left.
-  At fim +2 go bak.
+  fim: +2 go bak.
   6+2=8, 2 left.
   Wait, bak was used before.           <- re-verification, triggered by a fact the walk already visited
   <blank line>                         <- a paragraph break follows every "Wait" line ("\\n\\n" in the text)
-  At bak +3 go dor.
+  bak: +3 go dor.
   8+3=1, 1 left.
-  At dor -7 go fim.
+  dor: -7 go fim.
   1-7=4, 0 left.
   </think>
   \\boxed{4}
@@ -32,8 +32,11 @@ fact from the prompt (or from the trace's earlier visit), found by the name just
 after a match, the retrieval that KV eviction threatens. Every other sentence depends only on the last
 few lines, and every sentence kind is triggered by a condition the model can see.
 
-Names come from a fixed pool of 40 three-letter words, so that the tokenizer learns each " name" as one
-token. Splits: a problem belongs to the split given by a hash of its prompt text (test 0-1, val 2-3,
+Names come from a fixed pool of 40 three-letter words, so that the tokenizer learns each name as one
+token in both of its roles: the key at a line start ("bak", only where the fact is stated or copied) and
+a mention (" bak", everywhere else). A one-token match on the key then finds exactly one fact, as in
+associative recall; with the key written " bak" (an earlier format, "At bak +3 go dor.") the same token
+was also every other fact's successor, and no run learned the look-up (tools/testbed/README.md). Splits: a problem belongs to the split given by a hash of its prompt text (test 0-1, val 2-3,
 train 4-99 of 100), so train / val / test never share a prompt, whatever seeds produced them.
 
   /usr/bin/python3 tools/testbed/gen.py --split test --n 500 --seed 0 --format eval \\
@@ -60,7 +63,7 @@ def split_of(prompt):
 
 
 def fact_line(k, sign, v, nxt):
-    return f"At {k} {sign}{v} go {nxt}."
+    return f"{k}: {sign}{v} go {nxt}."
 
 
 def make_problem(rng, n_facts, n_steps):

@@ -57,8 +57,10 @@ def encode_example(tok, prompt, trace, kinds):
     lines = trace.split("\n")
     o = 0
     for line, kind in zip(lines, kinds):
-        if kind == "lookup":  # "At bak +3 go dor.": the value digit and the next name
+        if kind == "lookup":  # "bak: +3 go dor.": the key, the sign, the value digit and the next name
             g = line.index(" go ")
+            probes[o] = "key"
+            probes[o + line.index(":") + 1] = "sign"
             probes[o + g - 1] = "lookup"
             probes[o + g + 3] = "next"
         elif kind == "arith":  # "3+7=0, 24 left.": the result digit and the count
@@ -109,6 +111,25 @@ def make_batch(tok, a, step, rng=None, full=False):
     return x, mk, labels
 
 
+def make_lookup_rows(tok, a, step):
+    """--lookup-rows extra pure look-up sequences, padded only among themselves: they are ~5x shorter than
+    a walk, so in their own forward pass they add look-up examples at a fraction of a walk row's cost."""
+    rng = random.Random(f"lookup-rows:{a.seed}:{step}")
+    fr, _, _ = level_ranges(step, a)
+    exs = []
+    for _ in range(a.lookup_rows):
+        p, t, k = lookup_problem(rng, rng.randint(*fr), rng.randint(4, 12))
+        ids, m, _ = encode_example(tok, p, t, k)
+        exs.append((ids, m))
+    T = max(len(e[0]) for e in exs)
+    x = torch.full((len(exs), T), tok.eos, dtype=torch.long)
+    mk = torch.zeros((len(exs), T - 1), dtype=torch.bool)
+    for i, (ids, m) in enumerate(exs):
+        x[i, :len(ids)] = torch.tensor(ids)
+        mk[i, :len(m)] = torch.tensor(m, dtype=torch.bool)
+    return x, mk
+
+
 def evaluate(m, batches):
     hit, tot = {}, {}
     with torch.no_grad():
@@ -140,6 +161,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--hold-until", type=float, default=0.98, help="look-up accuracy that ends the LR hold")
     ap.add_argument("--lookup-frac", type=float, default=0.3)
+    ap.add_argument("--lookup-rows", type=int, default=0,
+                    help="extra pure look-up sequences per step in their own (short) forward pass")
     ap.add_argument("--facts", type=int, nargs=2, default=[8, 24])
     ap.add_argument("--terms", type=int, nargs=2, default=[12, 40], help="walk steps")
     ap.add_argument("--facts0", type=int, default=3)
@@ -153,6 +176,11 @@ def main():
     ap.add_argument("--init", choices=["hf", "scaled"], default="scaled",
                     help="scaled: the copy head forms (README); hf (std 0.02): stuck on the plateau")
     ap.add_argument("--tie", action="store_true", help="tie the LM head to the embeddings")
+    ap.add_argument("--init-from", default="",
+                    help="a weights-only checkpoint (--save-weights) to continue from when OUT has no ckpt.pt; "
+                         "the optimiser starts afresh, with a --warmup ramp of the learning rate")
+    ap.add_argument("--save-weights", default="",
+                    help="write OUT/ckpt.pt's model, step and config (no optimiser state) to this path and exit")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     os.makedirs(a.out, exist_ok=True)
@@ -164,19 +192,28 @@ def main():
     m = Qwen2ForCausalLM(c)
     opt = torch.optim.AdamW(m.parameters(), lr=a.lr, weight_decay=0.05, betas=(0.9, 0.98))
     ck = os.path.join(a.out, "ckpt.pt")
-    step, decay_from = 0, None
+    step, decay_from, warm_from = 0, None, 0
     if os.path.exists(ck):
         s = torch.load(ck)
         m.load_state_dict(s["model"])
         opt.load_state_dict(s["opt"])
         step, decay_from = s["step"], s["decay_from"]
+        if a.save_weights:
+            torch.save({"model": m.state_dict(), "step": step, "decay_from": decay_from, "config": c.__dict__},
+                       a.save_weights)
+            return
+    elif a.init_from:
+        s = torch.load(a.init_from)
+        m.load_state_dict(s["model"])
+        step, decay_from = s["step"], s["decay_from"]
+        warm_from = step  # fresh Adam moments: ramp the learning rate up again
     log = open(os.path.join(a.out, "log.txt"), "a")
     print(f"# {json.dumps(vars(a))} params {m.num_params()} resume_step {step}", file=log, flush=True)
     t0 = time.time()
     while step < a.steps:
         step += 1
-        if step <= a.warmup:
-            lr = a.lr * step / a.warmup
+        if step - warm_from <= a.warmup:
+            lr = a.lr * (step - warm_from) / a.warmup
         elif decay_from is None:
             lr = a.lr
         else:
@@ -186,7 +223,14 @@ def main():
             pg["lr"] = lr
         x, mk, _ = make_batch(tok, a, step)
         logits = m(x[:, :-1])
-        loss = F.cross_entropy(logits[mk], x[:, 1:][mk])
+        loss_sum = F.cross_entropy(logits[mk], x[:, 1:][mk], reduction="sum")
+        n_tok = mk.sum()
+        if a.lookup_rows > 0:
+            x2, mk2 = make_lookup_rows(tok, a, step)
+            logits2 = m(x2[:, :-1])
+            loss_sum = loss_sum + F.cross_entropy(logits2[mk2], x2[:, 1:][mk2], reduction="sum")
+            n_tok = n_tok + mk2.sum()
+        loss = loss_sum / n_tok
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
