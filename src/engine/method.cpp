@@ -1,5 +1,6 @@
 // Method labels, validation and provenance (see skipkv/method.h).
 #include "skipkv/method.h"
+#include "skipkv/method_args.h"
 
 #include <cmath>
 #include <cstdint>
@@ -16,28 +17,8 @@ std::string Num(float v) {
   return buf;
 }
 
-// JSON string literal of `s` (RFC 8259 escapes; bytes ≥ 0x80 pass through as UTF-8).
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
+// JSON string literal: ArgValueJson (skipkv/method_args.h), the provenance's one quoting rule.
+std::string Quote(const std::string& s) { return ArgValueJson(s); }
 
 // Fields whose value is JSON text already (numbers, booleans, arrays).
 bool IsBare(const std::string& name) {

@@ -59,15 +59,20 @@ std::string Quote(const std::string& s) {
 bool MethodUsesArg(ArgScope scope, const MethodConfig& m) {
   const std::string& p = m.kv.policy;
   const SteeringConfig& s = m.steer;
+  // Whether a field applies depends on the policy, not on the values being
+  // set: a policy of the same name with default fields answers, so that an
+  // invalid budget or window is reported as such, not as "no such field".
+  KvPolicyConfig by_name;
+  by_name.policy = p;
   switch (scope) {
     case ArgScope::kAny: return true;
-    case ArgScope::kEvicts: return KvPolicyEvicts(m.kv);
+    case ArgScope::kEvicts: return KvPolicyEvicts(by_name);
     // The two fields only some evicting policies read (their factories say
     // which; kv/policies/).
     case ArgScope::kMixLambda: return p == "rkv" || p == "skipkv";
     case ArgScope::kStreaming: return p == "streaming";
     case ArgScope::kH2oAcc: return p == "h2o_acc";
-    case ArgScope::kSentences: return KvPolicyUsesSentences(m.kv);
+    case ArgScope::kSentences: return KvPolicyUsesSentences(by_name);
     case ArgScope::kSteer: return s.enabled;
     case ArgScope::kSteerFixed: return s.enabled && !s.adaptive;
     case ArgScope::kSteerAdaptive: return s.enabled && s.adaptive;
