@@ -1,31 +1,43 @@
 """Deterministic, seeded generator of the testbed's reasoning problems (issue 13).
 
-A problem is a walk over linked facts. Each fact names a value (+d or -d) and the next fact; the task
-gives the start and the number of steps. The trace solves it one sentence per line, R1 style, and
-ends with a \\boxed{} answer:
+A problem is a walk over linked facts. Each fact names the next fact and a digit to add; the task gives
+the start and the number of steps. The trace solves it one sentence per line, R1 style, and ends with a
+\\boxed{} answer (format 3):
 
   Facts:
-  bak: +3 go dor.
-  dor: -7 go fim.
-  fim: +2 go bak.
-  kel: +5 go kel.                      <- a distractor (not on the walk)
+  bak dor7.
+  dor fim9.
+  fim bak4.
+  kel kel5.                            <- a distractor (not on the walk)
   Task: start at bak, 5 steps.
   <think>
-  bak: +3 go dor.                      <- look-up: the fact copied from the prompt in exactly its format
-  0+3=3, 4 left.                       <- running result mod 10, and the steps still to go
-  dor: -7 go fim.
-  Alternatively, 3-7 is 10+3-7.        <- transition, triggered by a subtraction whose left side is smaller
-  3-7=6, 3 left.
-  fim: +2 go bak.
-  6+2=8, 2 left.
-  Wait, bak was used before.           <- re-verification, triggered by a fact the walk already visited
+  bak dor7.                            <- look-up: the fact copied from the prompt in exactly its format
+  0+7=7, 4 left.                       <- running sum mod 10, and the steps still to go
+  dor fim9.
+  Alternatively, 7+9 is 16-10.         <- transition, triggered by a sum of 13 or more
+  7+9=6, 3 left.
+  fim bak4.
+  6+4=0, 2 left.
+  Wait, 6+4=0 is right.                <- re-verification, triggered by a result of 0
   <blank line>                         <- a paragraph break follows every "Wait" line ("\\n\\n" in the text)
-  bak: +3 go dor.
-  8+3=1, 1 left.
-  dor: -7 go fim.
-  1-7=4, 0 left.
+  Wait, bak was used before.           <- re-verification, triggered by a fact the walk already visited
+  <blank line>
+  bak dor7.
+  0+7=7, 1 left.
+  dor fim9.
+  Alternatively, 7+9 is 16-10.
+  7+9=6, 0 left.
   </think>
-  \\boxed{4}
+  \\boxed{6}
+
+Why this format: every token that a look-up copies is one induction step from a token that occurs once
+among the facts. The key (the name at a line start, "bak", a token of its own) occurs once in the prompt,
+and the token after it is the next name (" dor"); each name is the successor of exactly one fact, so the
+token after " dor" in the facts is that fact's digit. A copy is then the plain match-and-copy of
+associative recall, applied twice. Format 2 ("bak: +3 go dor.") put a colon, a sign and " go" between
+the key and what had to be copied, so each copied token needed a match on two to four tokens back; its
+run's look-up stayed at the base rate for 1,050 steps, and probes of its pure look-up task from scratch
+did not form it in 875 steps of 32 sequences (tools/testbed/README.md).
 
 A result of 0 adds "Wait, a+b=0 is right." (re-verification of the line above). Every look-up needs a
 fact from the prompt (or from the trace's earlier visit), found by the name just written: a plain copy
@@ -34,10 +46,9 @@ few lines, and every sentence kind is triggered by a condition the model can see
 
 Names come from a fixed pool of 40 three-letter words, so that the tokenizer learns each name as one
 token in both of its roles: the key at a line start ("bak", only where the fact is stated or copied) and
-a mention (" bak", everywhere else). A one-token match on the key then finds exactly one fact, as in
-associative recall; with the key written " bak" (an earlier format, "At bak +3 go dor.") the same token
-was also every other fact's successor, and no run learned the look-up (tools/testbed/README.md). Splits: a problem belongs to the split given by a hash of its prompt text (test 0-1, val 2-3,
-train 4-99 of 100), so train / val / test never share a prompt, whatever seeds produced them.
+a mention (" bak", everywhere else). Splits: a problem belongs to the split given by a hash of its prompt
+text (test 0-1, val 2-3, train 4-99 of 100), so train / val / test never share a prompt, whatever seeds
+produced them.
 
   /usr/bin/python3 tools/testbed/gen.py --split test --n 500 --seed 0 --format eval \\
       --out data/datasets/testbed_test.jsonl
@@ -62,8 +73,12 @@ def split_of(prompt):
     return "test" if h < 2 else "val" if h < 4 else "train"
 
 
-def fact_line(k, sign, v, nxt):
-    return f"{k}: {sign}{v} go {nxt}."
+ALT_FROM = 13  # "Alternatively, a+b is s-10." when the sum a+b is at least this
+
+
+def fact_line(k, nxt, v):
+    """One fact: the key, the next fact's name and the digit to add, e.g. "bak dor3."."""
+    return f"{k} {nxt}{v}."
 
 
 def make_problem(rng, n_facts, n_steps):
@@ -77,10 +92,10 @@ def make_problem(rng, n_facts, n_steps):
     nxt = {cyc[i]: cyc[(i + 1) % c] for i in range(c)}
     for i, k in enumerate(rest):
         nxt[k] = rest[(i + 1) % len(rest)]
-    fact = {k: ("-" if rng.random() < 0.4 else "+", rng.randint(1, 9)) for k in ns}
+    fact = {k: rng.randint(1, 9) for k in ns}
     order = ns[:]
     rng.shuffle(order)
-    prompt = ("Facts:\n" + "".join(fact_line(k, *fact[k], nxt[k]) + "\n" for k in order)
+    prompt = ("Facts:\n" + "".join(fact_line(k, nxt[k], fact[k]) + "\n" for k in order)
               + f"Task: start at {cyc[0]}, {n_steps} steps.\n<think>\n")
     lines, kinds = [], []
 
@@ -94,14 +109,14 @@ def make_problem(rng, n_facts, n_steps):
             say(f"Wait, {cur} was used before.", "wait")
             say("", "blank")
         seen.add(cur)
-        sign, v = fact[cur]
-        say(fact_line(cur, sign, v, nxt[cur]), "lookup")
-        if sign == "-" and acc < v:
-            say(f"Alternatively, {acc}-{v} is 10+{acc}-{v}.", "alt")
-        new = (acc + v) % 10 if sign == "+" else (acc - v) % 10
-        say(f"{acc}{sign}{v}={new}, {left} left.", "arith")
+        v = fact[cur]
+        say(fact_line(cur, nxt[cur], v), "lookup")
+        if acc + v >= ALT_FROM:
+            say(f"Alternatively, {acc}+{v} is {acc + v}-10.", "alt")
+        new = (acc + v) % 10
+        say(f"{acc}+{v}={new}, {left} left.", "arith")
         if new == 0:
-            say(f"Wait, {acc}{sign}{v}=0 is right.", "wait")
+            say(f"Wait, {acc}+{v}=0 is right.", "wait")
             say("", "blank")
         acc, cur = new, nxt[cur]
     say("</think>", "end")

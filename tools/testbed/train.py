@@ -1,7 +1,7 @@
 """Trains the testbed model (qwen2.py) on generated problems (gen.py) tokenised by the testbed BPE (bpe.py).
 
 Recipe levers from the probes (tools/testbed/README.md): loss on trace tokens only; a curriculum on the
-number of facts and of terms; a pure look-up task mixed into every batch (facts, then "Look up: a,b,c."
+number of facts and of terms; a pure look-up task mixed into every batch (facts, then "Look up: start at NAME, N steps."
 and a trace of look-up lines only); full attention heads; the learning rate held at its peak (no decay)
 until the look-up accuracy passes --hold-until, then cosine to 10 %. Seeded: the batch of step s is a
 function of (seed, s), so a resumed run sees the same data as an uninterrupted one.
@@ -30,13 +30,22 @@ from qwen2 import Qwen2Config, Qwen2ForCausalLM  # noqa: E402
 
 
 def lookup_problem(rng, n_facts, n_queries):
-    """The pure look-up task: the same fact format, a query list, and a trace of the queried facts."""
+    """The pure look-up task: facts in the walk's format, linked in one cycle and listed in random order,
+    then "Look up: start at NAME, N steps." and a trace of look-up lines only (no sums, no other
+    sentences). N <= the number of facts, so the walk never revisits a fact: every line is copied from
+    the prompt."""
     ns = gen.names(rng, n_facts)
-    fact = {k: ("-" if rng.random() < 0.4 else "+", rng.randint(1, 9), rng.choice(ns)) for k in ns}
-    qs = [rng.choice(ns) for _ in range(n_queries)]
-    prompt = ("Facts:\n" + "".join(gen.fact_line(k, *fact[k]) + "\n" for k in ns)
-              + f"Look up: {' '.join(qs)}.\n<think>\n")
-    lines = [gen.fact_line(q, *fact[q]) for q in qs]
+    nxt = {ns[i]: ns[(i + 1) % n_facts] for i in range(n_facts)}
+    fact = {k: rng.randint(1, 9) for k in ns}
+    order = ns[:]
+    rng.shuffle(order)
+    n = min(n_queries, n_facts)
+    prompt = ("Facts:\n" + "".join(gen.fact_line(k, nxt[k], fact[k]) + "\n" for k in order)
+              + f"Look up: start at {ns[0]}, {n} steps.\n<think>\n")
+    lines, cur = [], ns[0]
+    for _ in range(n):
+        lines.append(gen.fact_line(cur, nxt[cur], fact[cur]))
+        cur = nxt[cur]
     return prompt, "\n".join(lines) + "\n", ["lookup"] * len(lines)
 
 
@@ -57,12 +66,11 @@ def encode_example(tok, prompt, trace, kinds):
     lines = trace.split("\n")
     o = 0
     for line, kind in zip(lines, kinds):
-        if kind == "lookup":  # "bak: +3 go dor.": the key, the sign, the value digit and the next name
-            g = line.index(" go ")
+        if kind == "lookup":  # "bak dor3.": the key, the next name and the digit
+            sp = line.index(" ")
             probes[o] = "key"
-            probes[o + line.index(":") + 1] = "sign"
-            probes[o + g - 1] = "lookup"
-            probes[o + g + 3] = "next"
+            probes[o + sp] = "next"
+            probes[o + len(line) - 2] = "lookup"
         elif kind == "arith":  # "3+7=0, 24 left.": the result digit and the count
             probes[o + line.index("=") + 1] = "arith"
             probes[o + line.index(", ") + 2] = "left"
@@ -159,7 +167,7 @@ def main():
     ap.add_argument("--ffn", type=int, default=512)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--warmup", type=int, default=100)
-    ap.add_argument("--hold-until", type=float, default=0.98, help="look-up accuracy that ends the LR hold")
+    ap.add_argument("--hold-until", type=float, default=0.98, help="look-up accuracy (digit and next name) that ends the LR hold")
     ap.add_argument("--lookup-frac", type=float, default=0.3)
     ap.add_argument("--lookup-rows", type=int, default=0,
                     help="extra pure look-up sequences per step in their own (short) forward pass")
@@ -239,7 +247,8 @@ def main():
             _, _, lv = level_ranges(step, a)
             cur = [make_batch(tok, a, step, random.Random(f"eval-cur:{a.seed}:{k}")) for k in range(2)]
             acc = evaluate(m, cur)
-            if decay_from is None and step > a.warmup and lv >= 1.0 and acc.get("lookup", 0) >= a.hold_until:
+            looked_up = min(acc.get("lookup", 0), acc.get("next", 0))  # both tokens a look-up copies
+            if decay_from is None and step > a.warmup and lv >= 1.0 and looked_up >= a.hold_until:
                 decay_from = step
             print(f"step {step} lr {lr:.2e} level {lv:.2f} loss {loss.item():.4f} T {x.shape[1]} "
                   + " ".join(f"{k} {v:.3f}" for k, v in acc.items()) + f" t {time.time() - t0:.0f}s",
