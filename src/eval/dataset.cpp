@@ -30,7 +30,7 @@ constexpr Bundled kBundled[] = {
     {"gsm8k", "gsm8k_test.jsonl", "question", "answer", "", 8192},
     {"math500", "math500_test.jsonl", "problem", "answer", "unique_id", 16384},
     {"aime24", "aime24.jsonl", "question", "answer", "id", 16384},
-    // The trained testbed's test split (tools/testbed/gen.py; traces of 250-1213 tokens).
+    // The trained testbed's test split (tools/testbed/gen.py, format 3; traces of 178-1174 tokens).
     {"testbed", "testbed_test.jsonl", "prompt", "answer", "id", 1536, true},
 };
 

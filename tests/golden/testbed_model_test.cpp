@@ -29,8 +29,9 @@ TEST(TestbedModel, SentenceAndNameTokensAreWhole) {
   ASSERT_TRUE(src.ok()) << src.status().ToString();
   auto tok = Tokenizer::FromModelSource(**src);
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
-  // The SkipKV token sets (SPLIT ids, keywords N, delimiters D) and a look-up's one-token name match.
-  for (const char* s : {"Wait", "Alternatively", ".\n", ".\n\n", "\n", " bak", " zor", " tan"})
+  // The SkipKV token sets (SPLIT ids, keywords N, delimiters D) and the names in both roles: the key at a
+  // line start ("bak") and every other mention (" bak"), so a look-up is a one-token match (format 3).
+  for (const char* s : {"Wait", "Alternatively", ".\n", ".\n\n", "\n", "bak", "zor", "tan", " bak", " zor", " tan"})
     EXPECT_EQ((*tok)->Encode(s, {.add_special = false}).size(), 1u) << "'" << s << "' is not one token";
 }
 
