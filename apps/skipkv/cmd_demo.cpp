@@ -4,12 +4,18 @@
 //
 // Two sweeps over the testbed's test split (src/eval, the code `skipkv eval`
 // runs), one loaded model, one results file:
-//   1. FullKV, whose mean generated length L sets the budgets;
-//   2. every method at budgets round(f * L) for each fraction f.
+//   1. FullKV (and SEAL, FullKV with fixed-strength steering, when a steering
+//      vector is in use), whose mean generated length L sets the budgets;
+//   2. every method at budgets round(f * L) for each fraction f; skipkv steers
+//      with SkipKV's adaptive strength when a vector is in use.
+// The steering vector is the testbed's own (data/models/testbed/
+// steer_vector.gguf, from `skipkv steer-extract`) unless --steer names
+// another file or `none`.
 // Then a table per (method, budget): accuracy, mean generated tokens, peak KV
 // memory and compressions. The results file is appended per finished batch and
 // a rerun resumes from it, as `skipkv eval` does.
 #include <cmath>
+#include <filesystem>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -24,6 +30,7 @@
 #include "eval/results.h"
 #include "eval/sweep.h"
 #include "eval_cli.h"
+#include "skipkv/steering.h"
 
 namespace skipkv::cli {
 namespace {
@@ -40,7 +47,27 @@ struct DemoOptions {
   std::string pad_policy = "ragged";
   std::string output = "skipkv-demo.jsonl";
   bool quiet = false;
+  std::string steer = "auto";  // auto: the testbed's vector beside its model in --data-dir; none; or a file
+  int steer_layer = 2;         // the output of layer 2, after 3 of the testbed's 4 layers: SEAL's depth (direction 20 of 28)
+  float steer_coef = 1.0f;     // SEAL's default strength
 };
+
+// The steering vector the demo uses: --steer FILE, none, or (auto) the
+// testbed's own beside the data when the model is the embedded testbed.
+StatusOr<SteeringConfig> DemoSteering(const DemoOptions& o) {
+  SteeringConfig v;
+  std::string file = o.steer;
+  if (o.steer == "none") return v;
+  if (o.steer == "auto") {
+    file = o.data_dir + "/models/testbed/steer_vector.gguf";
+    if (o.model != ":testbed:" || !std::filesystem::exists(file)) return v;
+  }
+  v.enabled = true;
+  v.file = file;
+  v.layer = o.steer_layer;
+  v.coef = o.steer_coef;
+  return v;
+}
 
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "skipkv demo: %s\n", msg.c_str());
@@ -86,10 +113,12 @@ int RunDemo(const DemoOptions& o) {
     fractions.push_back(v);
   }
   if (fractions.empty()) return Fail("--fractions is empty");
-  const std::vector<std::string> methods = SplitComma(o.methods);
+  std::vector<std::string> methods = SplitComma(o.methods);
   const std::vector<std::string> overrides = {"interval=" + std::to_string(o.interval)};
+  auto steering = DemoSteering(o);
+  if (!steering.ok()) return Fail(steering.status().message());
   for (const auto& m : methods) {  // check names and overrides before loading anything
-    auto p = eval::MakePreset(m, 1024, m == "fullkv" ? std::vector<std::string>{} : overrides);
+    auto p = eval::MakePreset(m, 1024, m == "fullkv" ? std::vector<std::string>{} : overrides, *steering);
     if (!p.ok()) return Fail(p.status().message());
   }
 
@@ -116,17 +145,29 @@ int RunDemo(const DemoOptions& o) {
   eo->sort_by_length = false;
   auto engine = Engine::Create(*eo);
   if (!engine.ok()) return Fail(engine.status().ToString());
+  if (steering->enabled) {  // refuse a vector that does not fit before any row is written
+    const Status st = CheckSteeringVectorFile(steering->file, steering->layer, (*engine)->info().n_layers,
+                                              (*engine)->info().d_model);
+    if (!st.ok()) return Fail("--steer: " + st.ToString());
+  }
 
   SweepBar bar(o.quiet);
   auto progress = [&](const eval::SweepProgress& p) { bar.Update(p); };
   if (!o.quiet)
-    std::fprintf(stderr, "skipkv demo: %s, %zu testbed problems, batch %d, %s batches -> %s\n",
+    std::fprintf(stderr, "skipkv demo: %s, %zu testbed problems, batch %d, %s batches, steering %s -> %s\n",
                  (*engine)->info().name.c_str(), c.problems.size(), o.batch_size, o.pad_policy.c_str(),
-                 o.output.c_str());
-  // 1. FullKV: its mean trace length sets the budgets.
+                 steering->enabled ? steering->file.c_str() : "none", o.output.c_str());
+  // 1. FullKV: its mean trace length sets the budgets. SEAL (FullKV with
+  // steering) runs in the same sweep: it has no budget, and one sweep keeps
+  // the results file's provenance (the vector's digest) the same throughout.
   auto full = eval::MakePreset("fullkv", 0, {});
   if (!full.ok()) return Fail(full.status().message());
   c.pairs = {*full};
+  if (steering->enabled) {
+    auto seal = eval::MakePreset("seal", 0, {}, *steering);
+    if (!seal.ok()) return Fail(seal.status().message());
+    c.pairs.push_back(*seal);
+  }
   auto full_res = eval::RunSweep(c, **engine, progress);
   if (!full_res.ok()) return Fail(full_res.status().message());
   const double full_len = MeanFullLength(full_res->rows);
@@ -142,7 +183,7 @@ int RunDemo(const DemoOptions& o) {
   c.pairs.clear();
   for (const auto& m : methods) {
     for (int64_t b : budgets) {
-      auto p = eval::MakePreset(m, b, overrides);
+      auto p = eval::MakePreset(m, b, overrides, *steering);
       if (!p.ok()) return Fail(p.status().message());
       c.pairs.push_back(*p);
     }
@@ -178,6 +219,14 @@ CommandRegistrar reg(
           ->capture_default_str();
       sub.add_option("-o,--output", o->output, "Results JSONL (appended; a rerun resumes)")
           ->capture_default_str();
+      sub.add_option("--steer", o->steer,
+                     "Steering vector: auto (the testbed's own, data/models/testbed/steer_vector.gguf, for the "
+                     "embedded testbed), none, or a control-vector GGUF. With one, SEAL runs beside FullKV and "
+                     "skipkv steers with SkipKV's adaptive strength")
+          ->capture_default_str();
+      sub.add_option("--steer-layer", o->steer_layer, "Direction l of the vector, added at the output of layer l (docs/steering.md)")
+          ->capture_default_str();
+      sub.add_option("--steer-coef", o->steer_coef, "SEAL's fixed strength")->capture_default_str();
       sub.add_flag("-q,--quiet", o->quiet, "No progress on stderr");
       return [o]() { return RunDemo(*o); };
     });

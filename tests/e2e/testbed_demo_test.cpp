@@ -1,9 +1,10 @@
-// End-to-end: `skipkv demo` on the embedded testbed (issue 13), reduced to 16 test problems. Asserts
-// that every (method, budget) row is there, that every method's cache stays within max(prompt, B + Δt)
-// slots on every row, and that FullKV answers (EOS after a \boxed answer) and solves at least the numbers
-// of problems recorded for the committed model in data/models/testbed/expected.json, less one (greedy decoding; one flip of a near-tie on
-// another CPU's kernels is allowed). The issue's floor (95 %) is not met by the committed checkpoint;
-// see data/models/testbed/README.md. The table is printed for the log.
+// End-to-end: `skipkv demo` on the embedded testbed (issue 13), reduced to 16 test problems, with the
+// testbed's steering vector (data/models/testbed/steer_vector.gguf, so SEAL runs and skipkv steers).
+// Asserts that every (method, budget) row is there, that every evicting method's cache stays within
+// max(prompt, B + Δt) slots on every row, that FullKV answers (EOS after a \boxed answer) and meets the
+// issue's floor of 95 % (15.2 of 16, so 16, less one: a flip of a near-tie on another CPU's kernels is
+// allowed), and that it solves at least the number recorded for the committed model in
+// data/models/testbed/expected.json, less one. The table is printed for the log.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -42,14 +43,16 @@ TEST(TestbedDemo, ReducedDemoMeetsTheInstrumentContract) {
       full_answered += row.at("finish") == "eos" && !row.at("extracted").get<std::string>().empty();
       continue;
     }
+    if (method == "seal") continue;  // FullKV's cache with steering: no budget
     if (!smallest.count(method) || budget < smallest[method]) smallest[method] = budget;
     const int64_t prompt = row.at("prompt_tokens");
     const int64_t interval = row.at("method_config").at("interval");
     EXPECT_LE(row.at("kv").at("peak_slots").get<int64_t>(), std::max(prompt, budget + interval))
         << key << " problem " << row.at("problem");
   }
-  // FullKV once + 5 methods x 3 budgets, 16 problems each.
-  EXPECT_EQ(n_rows, 16 * (1 + 5 * 3));
+  // FullKV and SEAL once + 5 methods x 3 budgets, 16 problems each.
+  EXPECT_EQ(n_rows, 16 * (2 + 5 * 3));
+  EXPECT_EQ(acc["seal@0"].second, 16) << "SEAL runs with the testbed's steering vector";
   EXPECT_EQ(smallest.size(), 5u) << "streaming, h2o, snapkv, rkv and skipkv ran";
   const auto full = acc["fullkv@0"];
   ASSERT_EQ(full.second, 16);
@@ -60,6 +63,7 @@ TEST(TestbedDemo, ReducedDemoMeetsTheInstrumentContract) {
       << "FullKV traces must end with a \\boxed answer and EOS, as the committed model's do";
   EXPECT_GE(full.first, expected.at("demo_limit16_fullkv_correct").get<int>() - 1)
       << "FullKV solved fewer of the 16 problems than the committed model does";
+  EXPECT_GE(full.first, 15) << "the issue's FullKV floor: 95 % of 16 problems, less one near-tie flip";
 }
 
 }  // namespace
