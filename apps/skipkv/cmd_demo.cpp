@@ -87,13 +87,13 @@ double MeanFullLength(const std::vector<nlohmann::json>& rows) {
 }
 
 void PrintTable(const std::vector<nlohmann::json>& summary, double full_len) {
-  std::printf("%-10s %7s %8s %9s %11s %12s %12s\n", "method", "budget", "of trace", "accuracy", "mean tokens",
+  std::printf("%-13s %7s %8s %9s %11s %12s %12s\n", "method", "budget", "of trace", "accuracy", "mean tokens",
               "peak KV KiB", "compressions");
   for (const auto& s : summary) {
     const int64_t budget = s["budget"].get<int64_t>();
     char share[16] = "-";
     if (budget > 0 && full_len > 0) std::snprintf(share, sizeof share, "%.0f%%", 100.0 * budget / full_len);
-    std::printf("%-10s %7s %8s %8.1f%% %11.1f %12.1f %12.1f\n", s["method"].get<std::string>().c_str(),
+    std::printf("%-13s %7s %8s %8.1f%% %11.1f %12.1f %12.1f\n", s["method"].get<std::string>().c_str(),
                 budget > 0 ? std::to_string(budget).c_str() : "full", share, s["pass@1"].get<double>(),
                 s["tokens_mean"].get<double>(), s["kv_peak_bytes_max"].get<double>() / 1024.0,
                 s.contains("compressions_mean") ? s["compressions_mean"].get<double>() : 0.0);
