@@ -113,7 +113,7 @@ int RunDemo(const DemoOptions& o) {
     fractions.push_back(v);
   }
   if (fractions.empty()) return Fail("--fractions is empty");
-  std::vector<std::string> methods = SplitComma(o.methods);
+  const std::vector<std::string> methods = SplitComma(o.methods);
   const std::vector<std::string> overrides = {"interval=" + std::to_string(o.interval)};
   auto steering = DemoSteering(o);
   if (!steering.ok()) return Fail(steering.status().message());
@@ -135,6 +135,9 @@ int RunDemo(const DemoOptions& o) {
   c.batch_size = o.batch_size;
   c.output = o.output;
   c.model_path = o.model;
+  // Both sweeps write one file: its provenance names the vector even when
+  // no method of the second sweep steers (--methods without skipkv).
+  if (steering->enabled) c.provenance_steer_files = {steering->file};
 
   auto eo = CommonEngineOptions(o.model, "", o.threads, "f16", 512);
   if (!eo.ok()) return Fail(eo.status().message());

@@ -62,6 +62,11 @@ StatusOr<nlohmann::json> RunFingerprint(const SweepConfig& c, const Engine& engi
     SKIPKV_ASSIGN_OR_RETURN(std::string d, ContentDigest(st.file));
     steer_digests[st.file] = d;
   }
+  for (const std::string& file : c.provenance_steer_files) {
+    if (steer_digests.contains(file)) continue;
+    SKIPKV_ASSIGN_OR_RETURN(std::string d, ContentDigest(file));
+    steer_digests[file] = d;
+  }
   nlohmann::json run = {
       {"dataset", c.dataset.name},
       {"dataset_digest", dataset_digest},

@@ -39,6 +39,11 @@ struct SweepConfig {
   int batch_size = 1;       // requests per Generate call
   std::string output;       // results JSONL
   std::string model_path;   // for the digest and the rows
+  // Steering vectors the results file's provenance names besides those of
+  // `pairs`: a command that writes one file in several sweeps (skipkv demo)
+  // lists its vector in each, so that a sweep without a steering method
+  // keeps the file's fingerprint.
+  std::vector<std::string> provenance_steer_files;
 };
 
 // The "run" object every row carries and resume / merge compare.

@@ -66,5 +66,23 @@ TEST(TestbedDemo, ReducedDemoMeetsTheInstrumentContract) {
   EXPECT_GE(full.first, 15) << "the issue's FullKV floor: 95 % of 16 problems, less one near-tie flip";
 }
 
+// With the testbed's vector but no steering method among --methods, the second sweep (the methods)
+// has no steering pair of its own; it writes the same results file as the first (FullKV and SEAL),
+// so its provenance must still name the vector. This once failed with "written by a run with another
+// configuration (field 'run.steer_digests')".
+TEST(TestbedDemo, MethodsWithoutSteeringShareTheFileWithSeal) {
+  const std::string dir = e2e::TestDir("testbed_demo_nosteer");
+  const std::string rows_path = dir + "/demo.jsonl";
+  const auto r = e2e::RunSkipkv(dir, {"demo", "--limit", "2", "--methods", "rkv", "--fractions", "0.5", "-t",
+                                      "1", "-q", "-o", rows_path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, int> rows;
+  std::istringstream in(e2e::ReadAll(rows_path));
+  for (std::string line; std::getline(in, line);) ++rows[nlohmann::json::parse(line).at("method")];
+  EXPECT_EQ(rows["fullkv"], 2);
+  EXPECT_EQ(rows["seal"], 2);
+  EXPECT_EQ(rows["rkv"], 2);
+}
+
 }  // namespace
 }  // namespace skipkv
