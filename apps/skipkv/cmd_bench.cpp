@@ -3,10 +3,14 @@
 // decode at a depth under --kv-policy). The measurements are the library's
 // ForwardBench (skipkv/bench.h, which documents what each test does); this
 // file parses the flags, repeats each test -r times after one warm-up and
-// prints the median and spread (min..max); --json writes one JSON object
+// prints the median, the spread (min..max, coefficient of variation) and,
+// for tg<N>, the decode bandwidth against a STREAM triad measured at start-up
+// per thread count (or given with --stream-gbs); --json writes one JSON object
 // per test. `skipkv bench throughput` (Table 1) is bench_throughput.cpp.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -34,6 +38,7 @@ struct BenchOptions {
   std::vector<int> depths;   // batched decode: context depths
   int decode_steps = 8;
   std::string json_path;
+  double stream_gbs = 0;  // > 0: the machine's STREAM triad, GB/s, instead of measuring it
   MethodConfig method;  // its kv: policy "full" = no compression
   std::shared_ptr<MethodFlags> method_flags = std::make_shared<MethodFlags>();  // writes method.kv
 };
@@ -49,10 +54,23 @@ struct Sample {
   double redundant_sentences = 0;      // skipkv: |T| of sequence 0 (last repetition)
   int64_t penalized_evicted = 0;       // skipkv: its penalised slots evicted
   size_t kv_bytes = 0;                 // allocated K+V bytes of all sequences
+  double stream_gbs = 0;               // tg: the STREAM triad of this thread count (0: not known)
   double Median() const {
     auto v = tokens_per_s;
     std::sort(v.begin(), v.end());
     return v.empty() ? 0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+  }
+  // Coefficient of variation of tokens/s over the repetitions: sample
+  // standard deviation / mean (0 with one repetition).
+  double Cv() const {
+    const size_t n = tokens_per_s.size();
+    if (n < 2) return 0;
+    double mean = 0;
+    for (double v : tokens_per_s) mean += v;
+    mean /= static_cast<double>(n);
+    double ss = 0;
+    for (double v : tokens_per_s) ss += (v - mean) * (v - mean);
+    return mean > 0 ? std::sqrt(ss / static_cast<double>(n - 1)) / mean : 0;
   }
 };
 
@@ -66,6 +84,11 @@ std::string HumanBytes(double b) {
 int RunBench(const BenchOptions& o) {
   if (o.n_prompt < 0 || o.n_gen < 0 || o.repetitions < 1 || o.decode_steps < 1) {
     std::fprintf(stderr, "skipkv bench: -p/-n must be >= 0, -r and --decode-steps >= 1\n");
+    return 2;
+  }
+  if (!(o.stream_gbs >= 0) || !std::isfinite(o.stream_gbs)) {
+    std::fprintf(stderr, "skipkv bench: --stream-gbs must be a positive GB/s figure (0 = measure), got %g\n",
+                 o.stream_gbs);
     return 2;
   }
   if (o.kv_type != "f16" && o.kv_type != "f32") {
@@ -89,13 +112,36 @@ int RunBench(const BenchOptions& o) {
     }
   }
   const size_t weight_bytes = fb.weight_bytes();
+  const size_t decode_bytes = fb.decode_weight_bytes();
   const std::string name = o.model.substr(o.model.find_last_of('/') + 1);
-  std::printf("model: %s (%s)\nweights: %s, %.2f B params, SIMD target %s, KV %s\n\n", name.c_str(),
-              fb.ModelDescription().c_str(), HumanBytes(weight_bytes).c_str(), fb.parameters() / 1e9,
-              ForwardBench::SimdTarget(), o.kv_type.c_str());
-  std::printf("| %-7s | %-6s | %-12s | %12s | %-20s |\n", "threads", "batch", "test", "t/s (median)",
-              "min .. max");
-  std::printf("|---------|--------|--------------|--------------|----------------------|\n");
+  std::printf("model: %s (%s)\nweights: %s (%.3f GB read per decode step), %.2f B params, SIMD target %s, KV %s\n",
+              name.c_str(), fb.ModelDescription().c_str(), HumanBytes(weight_bytes).c_str(), decode_bytes / 1e9,
+              fb.parameters() / 1e9, ForwardBench::SimdTarget(), o.kv_type.c_str());
+  // The bandwidth limit tg<N> is held against: measured once per thread
+  // count before any test (3 x 256 MiB, ~1 s), unless given.
+  std::map<int, double> stream;
+  if (o.n_gen > 0) {
+    for (int t : o.threads) {
+      if (o.stream_gbs > 0) {
+        stream[t] = o.stream_gbs;
+        continue;
+      }
+      if (stream.count(t)) continue;
+      if (Status st = fb.SetThreads(t); !st.ok()) return 2;
+      auto gbs = fb.StreamTriadGBs();
+      if (!gbs.ok()) {
+        std::fprintf(stderr, "skipkv bench: %s\n", gbs.status().ToString().c_str());
+        return 1;
+      }
+      stream[t] = *gbs;
+      std::printf("STREAM triad, %d thread%s: %.1f GB/s (3 x 256 MiB, median of 5)\n", t, t == 1 ? "" : "s", *gbs);
+    }
+    if (o.stream_gbs > 0) std::printf("STREAM triad: %.1f GB/s (--stream-gbs)\n", o.stream_gbs);
+  }
+  std::printf("\n");
+  std::printf("| %-7s | %-6s | %-12s | %12s | %-20s | spread, bandwidth\n", "threads", "batch", "test",
+              "t/s (median)", "min .. max");
+  std::printf("|---------|--------|--------------|--------------|----------------------|-------------------\n");
 
   const bool sentences = KvPolicyUsesSentences(kv_config);
   std::vector<Sample> samples;
@@ -118,9 +164,15 @@ int RunBench(const BenchOptions& o) {
         s.kv_bytes = v->kv_bytes;
       }
       auto [lo, hi] = std::minmax_element(s.tokens_per_s.begin(), s.tokens_per_s.end());
-      std::printf("| %7d | %6d | %-12s | %12.2f | %8.2f .. %8.2f |", threads, s.batch, s.test.c_str(), s.Median(),
-                  *lo, *hi);
-      if (s.kv_bytes) std::printf(" KV %s", HumanBytes(static_cast<double>(s.kv_bytes)).c_str());
+      std::printf("| %7d | %6d | %-12s | %12.2f | %8.2f .. %8.2f | cv %.1f%%", threads, s.batch, s.test.c_str(),
+                  s.Median(), *lo, *hi, 100 * s.Cv());
+      if (s.test.rfind("tg", 0) == 0) {
+        s.stream_gbs = stream.count(threads) ? stream[threads] : 0;
+        const double gbs = s.Median() * static_cast<double>(decode_bytes) / 1e9;
+        std::printf(", decode %.1f GB/s", gbs);
+        if (s.stream_gbs > 0) std::printf(" = %.0f%% of STREAM", 100 * gbs / s.stream_gbs);
+      }
+      if (s.kv_bytes) std::printf(", KV %s", HumanBytes(static_cast<double>(s.kv_bytes)).c_str());
       if (KvPolicyEvicts(kv_config) && s.depth > 0) {
         auto c = s.compress_share;
         std::sort(c.begin(), c.end());
@@ -166,7 +218,15 @@ int RunBench(const BenchOptions& o) {
                           {"kv_policy", kv_config.policy},               {"kv_budget", kv_config.budget},
                           {"kv_interval", kv_config.interval},           {"kv_bytes", s.kv_bytes},
                           {"compress_share", s.compress_share},          {"sentence_share", s.sentence_share},
-                          {"redundant_sentences", s.redundant_sentences}, {"penalized_evicted", s.penalized_evicted}};
+                          {"redundant_sentences", s.redundant_sentences}, {"penalized_evicted", s.penalized_evicted},
+                          {"cv", s.Cv()},                                {"decode_weight_bytes", decode_bytes}};
+      if (s.test.rfind("tg", 0) == 0) {
+        j["decode_gbs"] = s.Median() * static_cast<double>(decode_bytes) / 1e9;
+        if (s.stream_gbs > 0) {
+          j["stream_gbs"] = s.stream_gbs;
+          j["stream_share"] = j["decode_gbs"].get<double>() / s.stream_gbs;
+        }
+      }
       // Every declared KV parameter (skipkv/method_args.h), as `run --json` has them.
       j["kv"] = nlohmann::json::parse(MethodArgsJson(o.method));
       out << j.dump() << "\n";
@@ -199,6 +259,10 @@ CommandRegistrar reg(
       sub.add_option("--decode-steps", o->decode_steps, "Batched decode: timed steps per repetition")
           ->capture_default_str();
       sub.add_option("--json", o->json_path, "Also write one JSON object per test to this file");
+      sub.add_option("--stream-gbs", o->stream_gbs,
+                     "The machine's STREAM triad in GB/s, held against tg<N>'s decode bandwidth (0 = measure it at "
+                     "start-up per thread count, 3 x 256 MiB, about a second)")
+          ->capture_default_str();
       o->method_flags->Add(sub, &o->method, kArgBench);
       sub.require_subcommand(0, 1);
       const BenchSubcommand throughput = AddBenchThroughput(sub);

@@ -70,8 +70,22 @@ class ForwardBench {
   // For the report header.
   std::string ModelDescription() const;  // ModelConfig::ToString()
   size_t weight_bytes() const;           // bytes of all tensors of the file
+  // Bytes of weights one decode step reads: every tensor but the token
+  // embedding table, of which a step gathers one row, unless that table is
+  // also the LM head (tied embeddings). tokens/s times this is the decode
+  // bandwidth (the KV a short decode reads is left out: a lower bound).
+  size_t decode_weight_bytes() const;
   int64_t parameters() const;            // elements of all tensors
   static const char* SimdTarget();       // the Highway target the kernels dispatch to
+
+  // STREAM triad on this machine with the current thread count, on the
+  // thread pool the tests use: a = b + s*c over three double arrays of
+  // `array_bytes` each (the default is far beyond any cache), the arrays
+  // split in one contiguous chunk per thread. Bytes counted as STREAM does
+  // (3 arrays per pass); GB/s = 1e9 bytes/s, the median of `passes` timed
+  // passes after one untimed pass. array_bytes < 1 MiB or passes < 1 is an
+  // InvalidArgument.
+  StatusOr<double> StreamTriadGBs(size_t array_bytes = size_t{256} << 20, int passes = 5);
 
   class Impl;
 

@@ -20,6 +20,7 @@
 #include "steer/skipkv_hooks.h"
 #include "steer/token_sets.h"
 #include "tokenizer/tokenizer.h"
+#include "util/aligned_buffer.h"
 #include "util/thread_pool.h"
 
 namespace skipkv {
@@ -301,6 +302,45 @@ int64_t ForwardBench::parameters() const {
   return n;
 }
 
+size_t ForwardBench::decode_weight_bytes() const {
+  const Model& m = *impl_->model;
+  return weight_bytes() - (m.config().tied_embeddings ? 0 : m.weights().token_embd.NumBytes());
+}
+
 const char* ForwardBench::SimdTarget() { return kernels::SimdTargetName(); }
+
+StatusOr<double> ForwardBench::StreamTriadGBs(size_t array_bytes, int passes) {
+  if (array_bytes < (size_t{1} << 20) || passes < 1) {
+    return InvalidArgument("stream triad: arrays of " + std::to_string(array_bytes) + " bytes and " +
+                           std::to_string(passes) + " passes (need >= 1 MiB and >= 1)");
+  }
+  const int64_t n = static_cast<int64_t>(array_bytes / sizeof(double));
+  AlignedBuffer abuf(n * sizeof(double)), bbuf(n * sizeof(double)), cbuf(n * sizeof(double));
+  double* a = abuf.as<double>();
+  double* b = bbuf.as<double>();
+  double* c = cbuf.as<double>();
+  ThreadPool& pool = *impl_->pool;
+  const int64_t chunk = (n + pool.num_threads() - 1) / pool.num_threads();
+  pool.ParallelFor(n, chunk, [&](int64_t begin, int64_t end, int) {
+    for (int64_t i = begin; i < end; ++i) {
+      b[i] = 2.0;
+      c[i] = 0.5;
+    }
+  });
+  const double scalar = 3.0;
+  std::vector<double> gbs;
+  for (int p = 0; p <= passes; ++p) {
+    const auto t0 = Clock::now();
+    pool.ParallelFor(n, chunk, [&](int64_t begin, int64_t end, int) {
+      for (int64_t i = begin; i < end; ++i) a[i] = b[i] + scalar * c[i];
+    });
+    const double s = Seconds(t0, Clock::now());
+    if (p > 0) gbs.push_back(3.0 * static_cast<double>(n) * sizeof(double) / s / 1e9);
+  }
+  volatile double sink = a[n / 2];  // keeps the passes observable
+  (void)sink;
+  std::sort(gbs.begin(), gbs.end());
+  return gbs.size() % 2 ? gbs[gbs.size() / 2] : 0.5 * (gbs[gbs.size() / 2 - 1] + gbs[gbs.size() / 2]);
+}
 
 }  // namespace skipkv
