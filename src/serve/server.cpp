@@ -433,6 +433,10 @@ void Server::Impl::Routes() {
     metrics_.CountRequest(endpoint, res.status);
   });
   http_.set_payload_max_length(opts_.max_body_bytes);
+  // A stream is many small writes (one SSE event per token): with Nagle's
+  // algorithm each waits for the client's delayed ACK (~40 ms on Linux), a
+  // floor under every token's latency whatever the model's speed.
+  http_.set_tcp_nodelay(true);
   const int threads = std::max(4, opts_.http_threads);
   http_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
 }

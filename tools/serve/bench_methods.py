@@ -16,6 +16,13 @@ first. Per run: completion tokens / wall seconds, and the time to first
 token (client side: request sent -> first text chunk), mean and p50. The
 summary gives per method the median over rounds and the median of the
 per-round ratios to the first method. Exit code 1 when any request failed.
+
+--llama-server BINARY adds llama.cpp's server as one more engine, alternated
+with the methods in every round: it is started on the same model with
+--concurrency slots (-np) of --llama-ctx-per-slot positions each, the same
+-t, f16 KV (its default), and its requests carry no "kv" field but
+"cache_prompt": false (the load repeats its prompts, and skipkv serve has
+no prompt cache) and "ignore_eos": true.
 """
 import argparse
 import json
@@ -25,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import load  # noqa: E402
@@ -43,8 +51,12 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prompts", help="one prompt per line (default: load.py's four GSM8K questions)")
     ap.add_argument("--json", help="write every run and the summary here")
+    ap.add_argument("--llama-server", help="llama.cpp's llama-server binary: one more engine per round")
+    ap.add_argument("--llama-ctx-per-slot", type=int, default=256,
+                    help="llama-server: positions per slot (-c = this x --concurrency)")
     a = ap.parse_args()
-    methods = [(m.strip(), load.parse_method(m.strip())) for m in a.methods.split(";") if m.strip()]
+    # (label, kv field, which server, extra body fields)
+    methods = [(m.strip(), load.parse_method(m.strip()), "skipkv", None) for m in a.methods.split(";") if m.strip()]
     prompts = load.DEFAULT_PROMPTS
     if a.prompts:
         with open(a.prompts, encoding="utf-8") as f:
@@ -58,19 +70,26 @@ def main():
         server.kill()
         print("server did not start:", line, server.stderr.read(), file=sys.stderr)
         return 1
-    url = line.strip().split("listening on ", 1)[1]
+    urls = {"skipkv": line.strip().split("listening on ", 1)[1]}
     threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()
+    llama = None
     runs, failed = [], 0
     try:
-        for label, kv in methods:  # warm-up: method tables, first-touch pages
-            r = load.one_request(url, prompts[0], kv, 4, 600, None)
+        if a.llama_server:
+            llama, urls["llama"] = start_llama_server(a)
+            if llama is None:
+                return 1
+            methods.append(("llama-server", None, "llama", {"cache_prompt": False, "ignore_eos": True}))
+        for label, kv, where, extra in methods:  # warm-up: method tables, first-touch pages
+            r = load.one_request(urls[where], prompts[0], kv, 4, 600, None, extra)
             if not r["ok"]:
                 print(f"warm-up of {label} failed: {r['error']}", file=sys.stderr)
                 return 1
         for rnd in range(a.rounds):
-            for label, kv in methods:
+            for label, kv, where, extra in methods:
                 t0 = time.monotonic()
-                res = load.run_load(url, prompts, [(label, kv)], a.concurrency, a.requests, None, a.max_tokens, 1800)
+                res = load.run_load(urls[where], prompts, [(label, kv)], a.concurrency, a.requests, None,
+                                    a.max_tokens, 1800, None, extra)
                 s = load.summarize(res, time.monotonic() - t0)
                 failed += s["failed"]
                 run = {"round": rnd + 1, "method": label, "tokens_per_s": s["tokens_per_s"],
@@ -79,12 +98,14 @@ def main():
                 runs.append(run)
                 print(json.dumps(run), flush=True)
     finally:
-        server.terminate()
-        server.wait(timeout=120)
+        for p in (server, llama):
+            if p is not None:
+                p.terminate()
+                p.wait(timeout=120)
 
     base = methods[0][0]
     summary = []
-    for label, _ in methods:
+    for label, *_ in methods:
         mine = [r for r in runs if r["method"] == label]
         ratios_tps, ratios_ttft = [], []
         for r in mine:
@@ -111,6 +132,37 @@ def main():
             json.dump({"command": vars(a), "runs": runs, "summary": summary}, f, indent=2)
             f.write("\n")
     return 1 if failed else 0
+
+
+def start_llama_server(a):
+    """Starts llama-server on a free loopback port; (process, url), or (None, None) when it
+    does not answer /health within 10 minutes."""
+    import socket
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    cmd = [a.llama_server, "-m", a.model, "--host", "127.0.0.1", "--port", str(port),
+           "-np", str(a.concurrency), "-c", str(a.concurrency * a.llama_ctx_per_slot),
+           "-t", str(a.threads), "-tb", str(a.threads)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            print("llama-server exited with", proc.returncode, "command:", " ".join(cmd), file=sys.stderr)
+            return None, None
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=5) as r:
+                if r.status == 200:
+                    print("llama-server:", " ".join(cmd), file=sys.stderr)
+                    return proc, url
+        except OSError:  # not listening yet, or 503 while loading
+            pass
+        time.sleep(1)
+    proc.kill()
+    print("llama-server did not become healthy:", " ".join(cmd), file=sys.stderr)
+    return None, None
 
 
 if __name__ == "__main__":

@@ -64,13 +64,17 @@ def percentile(xs, q):
     return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
 
 
-def one_request(url, prompt, kv, max_tokens, timeout, api_key):
-    """Runs one streaming completion; a dict with ok, error, ttft, tokens, seconds."""
+def one_request(url, prompt, kv, max_tokens, timeout, api_key, extra=None):
+    """Runs one streaming completion; a dict with ok, error, ttft, tokens, seconds.
+    kv None sends no "kv" field (a server other than skipkv's); extra: more body
+    fields (e.g. llama-server's "cache_prompt")."""
     u = urllib.parse.urlparse(url)
     body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stream": True,
             "stream_options": {"include_usage": True}}
     if kv is not None:
         body["kv"] = kv
+    if extra:
+        body.update(extra)
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = "Bearer " + api_key
@@ -114,7 +118,7 @@ def one_request(url, prompt, kv, max_tokens, timeout, api_key):
         conn.close()
 
 
-def run_load(url, prompts, methods, concurrency, requests, duration, max_tokens, timeout, api_key=None):
+def run_load(url, prompts, methods, concurrency, requests, duration, max_tokens, timeout, api_key=None, extra=None):
     """Runs the load; the list of per-request results (with 'method')."""
     results, lock = [], threading.Lock()
     counter = iter(range(10**12))
@@ -129,7 +133,7 @@ def run_load(url, prompts, methods, concurrency, requests, duration, max_tokens,
             if deadline is not None and time.monotonic() >= deadline:
                 return
             label, kv = methods[i % len(methods)]
-            r = one_request(url, prompts[i % len(prompts)], kv, max_tokens, timeout, api_key)
+            r = one_request(url, prompts[i % len(prompts)], kv, max_tokens, timeout, api_key, extra)
             r["method"] = label
             r["index"] = i
             with lock:
