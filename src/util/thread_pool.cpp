@@ -2,6 +2,7 @@
 #include "util/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 
 namespace skipkv {
@@ -62,8 +63,18 @@ void ThreadPool::Run(int64_t num_tasks, const TaskFn& fn) {
   }
   wake_.notify_all();
   DrainTasks(0);
-  // Wait for the workers to leave DrainTasks (spin first, then sleep).
-  for (int spin = 0; spin < 20000 && active_.load(std::memory_order_acquire) > 0; ++spin) {
+  // Wait for the workers to leave DrainTasks: spin for at most kCallerSpin,
+  // then sleep. The bound is in time, not iterations: on a core shared with
+  // another process a worker can be preempted in the middle of its task, and
+  // a caller that keeps spinning keeps its own core busy, so the scheduler
+  // cannot move the preempted worker there (a count of 20,000 yields spun
+  // for milliseconds; decode with `yes` on the other core ran at 8-11 tokens/s
+  // instead of 14-15, BENCHMARKS.md). Sleeping frees the core at once. On a
+  // quiet machine the workers finish within a few microseconds of the caller.
+  constexpr auto kCallerSpin = std::chrono::microseconds(200);
+  const auto spin_end = std::chrono::steady_clock::now() + kCallerSpin;
+  for (int spin = 0; active_.load(std::memory_order_acquire) > 0; ++spin) {
+    if ((spin & 15) == 0 && std::chrono::steady_clock::now() >= spin_end) break;
     std::this_thread::yield();
   }
   if (active_.load(std::memory_order_acquire) > 0) {
