@@ -21,6 +21,15 @@
 #include "kernels/simd_internal.h"
 #include "util/check.h"
 
+// Clang, AVX3_DL pass: Highway 1.0.3's target string plus the EVEX
+// "avx512vnni" (see SKIPKV_VNNI below). set_macros-inl.h redefines the
+// string for every pass, so this touches this pass only.
+#if HWY_TARGET == HWY_AVX3_DL && HWY_COMPILER_CLANG && !HWY_COMPILER_GCC_ACTUAL
+#undef HWY_TARGET_STR
+#define HWY_TARGET_STR                                                                      \
+  HWY_TARGET_STR_AVX3                                                                       \
+  ",vpclmulqdq,avx512vbmi,avx512vbmi2,vaes,avxvnni,avx512bitalg,avx512vpopcntdq,avx512vnni"
+#endif
 HWY_BEFORE_NAMESPACE();
 namespace skipkv::kernels::internal {
 namespace HWY_NAMESPACE {
@@ -33,12 +42,17 @@ namespace hn = hwy::HWY_NAMESPACE;
 #define SKIPKV_X86_INT8 0
 #endif
 // AVX3_DL implies AVX512_VNNI (Highway's CPU check), but Highway 1.0.3's
-// target string only names the VEX "avxvnni"; add the EVEX one for this pass
-// (GCC; other compilers use the AVX3 code path on AVX3_DL).
+// target string only names the VEX "avxvnni"; add the EVEX one for this pass.
+// GCC takes a target pragma. Clang applies Highway's pushed target attribute
+// to every function and a second pushed attribute does not add to it, so for
+// Clang the pass's target string itself is extended before
+// HWY_BEFORE_NAMESPACE expands it. Other compilers use the AVX3 code path.
 #undef SKIPKV_VNNI
 #if HWY_TARGET == HWY_AVX3_DL && HWY_COMPILER_GCC_ACTUAL
 #define SKIPKV_VNNI 1
 #pragma GCC target("avx512vnni")
+#elif HWY_TARGET == HWY_AVX3_DL && HWY_COMPILER_CLANG
+#define SKIPKV_VNNI 1  // the target string was extended above HWY_BEFORE_NAMESPACE
 #else
 #define SKIPKV_VNNI 0
 #endif
