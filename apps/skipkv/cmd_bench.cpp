@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,7 +54,8 @@ struct Sample {
   double redundant_sentences = 0;      // skipkv: |T| of sequence 0 (last repetition)
   int64_t penalized_evicted = 0;       // skipkv: its penalised slots evicted
   size_t kv_bytes = 0;                 // allocated K+V bytes of all sequences
-  double stream_gbs = 0;               // tg: the STREAM triad of this thread count (0: not known)
+  double decode_gbs = 0;               // tg: median tokens/s x decode weight bytes (0 otherwise)
+  double stream_gbs = 0;               // tg: the STREAM triad of this thread count
   double Median() const {
     auto v = tokens_per_s;
     std::sort(v.begin(), v.end());
@@ -117,15 +118,13 @@ int RunBench(const BenchOptions& o) {
   std::printf("model: %s (%s)\nweights: %s (%.3f GB read per decode step), %.2f B params, SIMD target %s, KV %s\n",
               name.c_str(), fb.ModelDescription().c_str(), HumanBytes(weight_bytes).c_str(), decode_bytes / 1e9,
               fb.parameters() / 1e9, ForwardBench::SimdTarget(), o.kv_type.c_str());
-  // The bandwidth limit tg<N> is held against: measured once per thread
-  // count before any test (3 x 256 MiB, ~1 s), unless given.
-  std::map<int, double> stream;
-  if (o.n_gen > 0) {
+  // The bandwidth limit tg<N> is held against: --stream-gbs, or measured
+  // once per thread count before any test (3 x 256 MiB, ~1 s).
+  std::map<int, double> stream;  // threads -> GB/s, when measured
+  if (o.n_gen > 0 && o.stream_gbs > 0) {
+    std::printf("STREAM triad: %.1f GB/s (--stream-gbs)\n", o.stream_gbs);
+  } else if (o.n_gen > 0) {
     for (int t : o.threads) {
-      if (o.stream_gbs > 0) {
-        stream[t] = o.stream_gbs;
-        continue;
-      }
       if (stream.count(t)) continue;
       if (Status st = fb.SetThreads(t); !st.ok()) return 2;
       auto gbs = fb.StreamTriadGBs();
@@ -136,7 +135,6 @@ int RunBench(const BenchOptions& o) {
       stream[t] = *gbs;
       std::printf("STREAM triad, %d thread%s: %.1f GB/s (3 x 256 MiB, median of 5)\n", t, t == 1 ? "" : "s", *gbs);
     }
-    if (o.stream_gbs > 0) std::printf("STREAM triad: %.1f GB/s (--stream-gbs)\n", o.stream_gbs);
   }
   std::printf("\n");
   std::printf("| %-7s | %-6s | %-12s | %12s | %-20s | spread, bandwidth\n", "threads", "batch", "test",
@@ -167,10 +165,9 @@ int RunBench(const BenchOptions& o) {
       std::printf("| %7d | %6d | %-12s | %12.2f | %8.2f .. %8.2f | cv %.1f%%", threads, s.batch, s.test.c_str(),
                   s.Median(), *lo, *hi, 100 * s.Cv());
       if (s.test.rfind("tg", 0) == 0) {
-        s.stream_gbs = stream.count(threads) ? stream[threads] : 0;
-        const double gbs = s.Median() * static_cast<double>(decode_bytes) / 1e9;
-        std::printf(", decode %.1f GB/s", gbs);
-        if (s.stream_gbs > 0) std::printf(" = %.0f%% of STREAM", 100 * gbs / s.stream_gbs);
+        s.decode_gbs = s.Median() * static_cast<double>(decode_bytes) / 1e9;
+        s.stream_gbs = o.stream_gbs > 0 ? o.stream_gbs : stream.at(threads);
+        std::printf(", decode %.1f GB/s = %.0f%% of STREAM", s.decode_gbs, 100 * s.decode_gbs / s.stream_gbs);
       }
       if (s.kv_bytes) std::printf(", KV %s", HumanBytes(static_cast<double>(s.kv_bytes)).c_str());
       if (KvPolicyEvicts(kv_config) && s.depth > 0) {
@@ -220,12 +217,10 @@ int RunBench(const BenchOptions& o) {
                           {"compress_share", s.compress_share},          {"sentence_share", s.sentence_share},
                           {"redundant_sentences", s.redundant_sentences}, {"penalized_evicted", s.penalized_evicted},
                           {"cv", s.Cv()},                                {"decode_weight_bytes", decode_bytes}};
-      if (s.test.rfind("tg", 0) == 0) {
-        j["decode_gbs"] = s.Median() * static_cast<double>(decode_bytes) / 1e9;
-        if (s.stream_gbs > 0) {
-          j["stream_gbs"] = s.stream_gbs;
-          j["stream_share"] = j["decode_gbs"].get<double>() / s.stream_gbs;
-        }
+      if (s.decode_gbs > 0) {
+        j["decode_gbs"] = s.decode_gbs;
+        j["stream_gbs"] = s.stream_gbs;
+        j["stream_share"] = s.decode_gbs / s.stream_gbs;
       }
       // Every declared KV parameter (skipkv/method_args.h), as `run --json` has them.
       j["kv"] = nlohmann::json::parse(MethodArgsJson(o.method));
