@@ -1,8 +1,9 @@
 // SIMD matrix products for every weight type, compiled once per Highway target
 // (foreach_target) and picked at run time. Each weight row is loaded (and
 // unpacked) once per group of up to 4 tokens; float rows are also paired
-// (2 rows for a lone token; 2 rows x 4 tokens for batches on AVX-512).
-//   F32/F16/BF16: f32 FMA, weights converted on load.
+// for batches of 4 or more tokens on AVX-512 (2 rows x 4 tokens).
+//   F32/F16/BF16: f32 FMA, weights converted on load (BF16 on CPUs with
+//                 AVX512_BF16: bf16 dot products, matmul_bf16_x86.cpp).
 //   Q8_0/Q4_0:    activations quantised to ActQ8 (32 x int8 + f32 scale).
 //   Q4_K/Q6_K:    activations quantised to Q8_K; min/offset terms via bsums.
 // The int8 inner products use AVX2 maddubs/madd on x86 (Highway 1.0.3 has no
@@ -246,17 +247,21 @@ HWY_INLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0) {
   }
 }
 
-// Rows [r0, r1) of a float-weight matmul. Tokens in blocks of 32 (L2); a
-// lone token takes rows 2 at a time, batches take token groups of up to 4
-// against 1 row (2 on AVX-512 targets, whose 32 registers hold the 16
-// accumulators); rows left over go one at a time.
+// Rows [r0, r1) of a float-weight matmul. Tokens in blocks of 32 (L2); fewer
+// than 4 tokens (decode) take one row at a time, so each thread reads its
+// weights as one sequential stream (two rows at a time interleave two streams
+// that each skip every other row, and the hardware prefetcher follows them
+// worse: F16 decode on Zen 5 went from 7.7-9.5 to 10.5-11.6 tokens/s, see
+// BENCHMARKS.md); batches take token groups of up to 4 against 1 row (2 on
+// AVX-512 targets, whose 32 registers hold the 16 accumulators); rows left
+// over go one at a time.
 template <class WT>
 void FloatRows(const MatArgs& a, int64_t r0, int64_t r1) {
   constexpr int64_t kTokBlock = 32;
   constexpr int64_t kBatchRows = (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) ? 2 : 1;
   for (int64_t tb = 0; tb < a.n; tb += kTokBlock) {
     const int64_t te = std::min(a.n, tb + kTokBlock);
-    const int64_t group = te - tb == 1 ? 2 : kBatchRows;
+    const int64_t group = te - tb < 4 ? 1 : kBatchRows;
     for (int64_t r = r0; r < r1;) {
       const int64_t nr = r1 - r >= group ? group : 1;
       for (int64_t t = tb; t < te;) {
@@ -772,6 +777,7 @@ void MatRowsT(const MatArgs& a, int64_t r0, int64_t r1) {
 }
 
 const char* TargetNameT() { return hwy::TargetName(HWY_TARGET); }
+bool DispatchIsAvx3DlT() { return HWY_TARGET == HWY_AVX3_DL; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace skipkv::kernels::internal
@@ -782,8 +788,10 @@ namespace skipkv::kernels::internal {
 HWY_EXPORT(QuantizeActivationsT);
 HWY_EXPORT(MatRowsT);
 HWY_EXPORT(TargetNameT);
+HWY_EXPORT(DispatchIsAvx3DlT);
 
 const char* TargetNameSimd() { return HWY_DYNAMIC_DISPATCH(TargetNameT)(); }
+bool DispatchIsAvx3Dl() { return HWY_DYNAMIC_DISPATCH(DispatchIsAvx3DlT)(); }
 
 void QuantizeActivations(ActFormat f, const float* x, int64_t in, uint8_t* out) {
   HWY_DYNAMIC_DISPATCH(QuantizeActivationsT)(f, x, in, out);

@@ -61,8 +61,17 @@ const bool kSimdCapApplied = [] {
 void LogTargetOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
-    SKIPKV_LOG_INFO("kernels: SIMD target %s%s", SimdTargetName(), kSimdCapApplied ? " (capped by SKIPKV_SIMD)" : "");
+    SKIPKV_LOG_INFO("kernels: SIMD target %s%s%s", SimdTargetName(), kSimdCapApplied ? " (capped by SKIPKV_SIMD)" : "",
+                    internal::Bf16DotActive() ? "; BF16 weights: vdpbf16ps on bf16-rounded activations" : "");
   });
+}
+
+// Rows in chunks: about 4 per thread (dynamic balance on a shared machine),
+// at least 16 rows (a multiple of 8) so each chunk streams a useful slice.
+int64_t RowGrain(int64_t rows, const ThreadPool& pool) {
+  const int64_t threads = pool.num_threads();
+  const int64_t grain = (rows + threads * 4 - 1) / (threads * 4);
+  return std::max<int64_t>(16, (grain + 7) / 8 * 8);
 }
 
 }  // namespace
@@ -82,6 +91,21 @@ void MatMul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
   a.y = y;
   a.y_stride = rows;
   a.act_row_bytes = internal::ActRowBytes(fmt, in);
+  if (w.type == DType::kBF16 && internal::Bf16DotActive()) {
+    // bf16 dot products: every token's activations rounded to bf16 once.
+    a.act_row_bytes = static_cast<size_t>(in) * sizeof(uint16_t);
+    thread_local AlignedBuffer act_buf;
+    uint8_t* act = Scratch(act_buf, a.act_row_bytes * static_cast<size_t>(n));
+    pool.ParallelFor(n, std::max<int64_t>(1, 4096 / in), [&](int64_t t0, int64_t t1, int) {
+      for (int64_t t = t0; t < t1; ++t) {
+        internal::ConvertActivationsToBf16(x + t * in, in,
+                                           reinterpret_cast<uint16_t*>(act + static_cast<size_t>(t) * a.act_row_bytes));
+      }
+    });
+    a.act = act;
+    pool.ParallelFor(rows, RowGrain(rows, pool), [&](int64_t r0, int64_t r1, int) { internal::Bf16MatRows(a, r0, r1); });
+    return;
+  }
   if (fmt == internal::ActFormat::kF32) {
     a.act = reinterpret_cast<const uint8_t*>(x);
   } else {
@@ -95,12 +119,7 @@ void MatMul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
     });
     a.act = act;
   }
-  // Rows in chunks: about 4 per thread (dynamic balance on a shared machine),
-  // at least 16 rows (a multiple of 8) so each chunk streams a useful slice.
-  const int64_t threads = pool.num_threads();
-  int64_t grain = (rows + threads * 4 - 1) / (threads * 4);
-  grain = std::max<int64_t>(16, (grain + 7) / 8 * 8);
-  pool.ParallelFor(rows, grain, [&](int64_t r0, int64_t r1, int) { internal::MatRows(a, r0, r1); });
+  pool.ParallelFor(rows, RowGrain(rows, pool), [&](int64_t r0, int64_t r1, int) { internal::MatRows(a, r0, r1); });
 }
 
 void MatVec(const TensorView& w, const float* x, float* y, ThreadPool& pool) { MatMul(w, x, 1, y, pool); }
@@ -152,5 +171,6 @@ void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks
 }
 
 const char* SimdTargetName() { return internal::TargetNameSimd(); }
+bool Bf16DotProducts() { return internal::Bf16DotActive(); }
 
 }  // namespace skipkv::kernels

@@ -35,7 +35,9 @@ struct RopeParams {
 // quantised types the activations are quantised once per call (Q8_0/Q4_0:
 // 32-blocks of int8 with an f32 scale; Q4_K/Q6_K: ggml's Q8_K) and the dot
 // products run in int8, as llama.cpp does, so results differ from ref:: by
-// that quantisation (~0.3% of sum|w||x|). Token t of a MatMul is bit-identical
+// that quantisation (~0.3% of sum|w||x|). BF16 weights on a CPU with
+// AVX512_BF16 (see Bf16DotProducts) take activations rounded to bf16, also as
+// llama.cpp does (<= 2^-9 of sum|w||x|). Token t of a MatMul is bit-identical
 // to a MatVec of X[t], and results are identical for any thread count.
 // Work is split over output rows on `pool`; safe to call from several threads.
 // y[r] = dot(W row r, x) for r in [0, rows): W is [rows][in] (ne = {in, rows}).
@@ -102,6 +104,11 @@ void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks
 // the portable baseline. The environment variable SKIPKV_SIMD=<name> (e.g.
 // avx2) caps the choice at that target.
 const char* SimdTargetName();
+// True when BF16-weight products run as vdpbf16ps dot products on
+// activations rounded to bf16 (round to nearest even): the CPU has
+// AVX512_BF16 and the dispatch runs AVX3_DL. False: f32 FMA on the exact
+// activations, as for F16.
+bool Bf16DotProducts();
 
 namespace ref {
 // Scalar references with the same contracts (single-threaded).

@@ -87,5 +87,15 @@ void SiluMulSimd(const float* gate, const float* up, float* out, int64_t n);
 void AddSimd(float* y, const float* x, int64_t n);
 void ConvertF16ToF32Simd(const uint16_t* src, float* dst, int64_t n);
 const char* TargetNameSimd();
+// True when the dynamic dispatch runs the AVX3_DL target (matmul.cpp).
+bool DispatchIsAvx3Dl();
+
+// BF16 weights as bf16 dot products (matmul_bf16_x86.cpp): active when the
+// CPU has AVX512_BF16 and the dispatch runs AVX3_DL. Activations are then
+// converted to bf16 rows (round to nearest even, `in` uint16 each) and the
+// rows computed by Bf16MatRows, whose MatArgs::act points at those rows.
+bool Bf16DotActive();
+void ConvertActivationsToBf16(const float* x, int64_t in, uint16_t* out);
+void Bf16MatRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
 
 }  // namespace skipkv::kernels::internal

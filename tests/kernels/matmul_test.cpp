@@ -50,6 +50,17 @@ std::vector<float> RandomVec(int64_t n, uint32_t seed, float scale = 1.f) {
   return v;
 }
 
+// f32 -> bf16 -> f32, round to nearest even (finite inputs), written here
+// independently of the kernel's vcvtneps2bf16.
+float RoundToBf16(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  bits &= 0xFFFF0000u;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
 // The activations exactly as the SIMD path quantises them (see
 // simd_internal.h): Q8_0/Q4_0 weights see 32-blocks with an f32 scale
 // amax/127; K-quants see Q8_K (the reference QuantizeRow).
@@ -66,6 +77,8 @@ std::vector<float> QuantisedActivations(DType t, const std::vector<float>& x) {
     std::vector<BlockQ8_K> q(x.size() / 256);
     QuantizeRow(DType::kQ8_K, x.data(), q.data(), x.size());
     DequantizeRow(DType::kQ8_K, q.data(), out.data(), x.size());
+  } else if (t == DType::kBF16 && kernels::Bf16DotProducts()) {
+    for (size_t i = 0; i < x.size(); ++i) out[i] = RoundToBf16(x[i]);
   } else {
     out = x;
   }
@@ -84,7 +97,7 @@ class MatMulTest : public testing::SimdTargetTest {};
 TEST_P(MatMulTest, MatchesReferenceAllTypes) {
   const Case cases[] = {
       {DType::kF32, 37},   {DType::kF32, 224},  {DType::kF16, 37},  {DType::kF16, 200},
-      {DType::kBF16, 37},  {DType::kBF16, 96},  {DType::kQ8_0, 224}, {DType::kQ4_0, 224},
+      {DType::kBF16, 37},  {DType::kBF16, 96},  {DType::kBF16, 200}, {DType::kQ8_0, 224}, {DType::kQ4_0, 224},
       {DType::kQ4_K, 768}, {DType::kQ6_K, 768},
   };
   ThreadPool pool(3);
@@ -116,7 +129,10 @@ TEST_P(MatMulTest, MatchesReferenceAllTypes) {
             ASSERT_NEAR(got, yq[t * rows + r], 1e-5 * mag + 1e-6) << "r=" << r << " t=" << t;
             const bool quant_act = c.type == DType::kQ8_0 || c.type == DType::kQ4_0 ||
                                    c.type == DType::kQ4_K || c.type == DType::kQ6_K;
-            ASSERT_NEAR(got, yref[t * rows + r], (quant_act ? 1.5e-2 : 1e-5) * mag + 1e-6)
+            const bool bf16_act = c.type == DType::kBF16 && kernels::Bf16DotProducts();
+            // bf16 rounding: |error| <= 2^-9 |x| per activation.
+            const double act_tol = quant_act ? 1.5e-2 : bf16_act ? 2.0e-3 : 1e-5;
+            ASSERT_NEAR(got, yref[t * rows + r], act_tol * mag + 1e-6)
                 << "r=" << r << " t=" << t;
           }
         }
@@ -146,6 +162,30 @@ TEST_P(MatMulTest, DeterministicAcrossThreadsAndTiles) {
       }
     }
   }
+}
+
+// BF16 weights: bf16 dot products exactly where the CPU has AVX512_BF16 and
+// the target is AVX3_DL, and then on bf16-rounded activations, worked by
+// hand: weights (1, 1, 1), x = (1 + 2^-8, 1 + 2^-8, 1 + 3 * 2^-8). bf16 keeps
+// 7 mantissa bits, so near 1 its step is 2^-7: 1 + 2^-8 is halfway between 1
+// and 1 + 2^-7 and rounds to the even 1; 1 + 3 * 2^-8 is halfway between
+// 1 + 2^-7 and 1 + 2^-6 and rounds to the even 1 + 2^-6. The dot is then
+// 3 + 2^-6 = 3.015625; with f32 activations it is 3 + 5 * 2^-8 = 3.01953125.
+TEST_P(MatMulTest, Bf16ActivationRounding) {
+  const bool cpu_bf16 = __builtin_cpu_supports("avx512bf16");
+  EXPECT_EQ(kernels::Bf16DotProducts(), cpu_bf16 && GetParam() == HWY_AVX3_DL);
+  std::vector<uint16_t> wbits(3, 0x3F80);  // bf16 1.0
+  TensorView w;
+  w.name = "w";
+  w.type = DType::kBF16;
+  w.n_dims = 2;
+  w.ne = {3, 1, 1, 1};
+  w.data = reinterpret_cast<uint8_t*>(wbits.data());
+  const float x[3] = {1.f + 0x1p-8f, 1.f + 0x1p-8f, 1.f + 3 * 0x1p-8f};
+  float y = 0;
+  ThreadPool pool(1);
+  kernels::MatVec(w, x, &y, pool);
+  EXPECT_EQ(y, kernels::Bf16DotProducts() ? 3.015625f : 3.01953125f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, MatMulTest, ::testing::ValuesIn(testing::CompiledSimdTargets()),
