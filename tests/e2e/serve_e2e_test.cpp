@@ -23,6 +23,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -41,9 +42,25 @@ const std::string kOpenAi = std::string(SKIPKV_DEPS_DIR) + "/npm/openai";
 const std::string kClient = std::string(SKIPKV_TEST_DATA_DIR) + "/../e2e/serve_client.cjs";
 const std::string kQwenTok = std::string(SKIPKV_DEPS_DIR) + "/npm/tokenizer-qwen3/models/tokenizer.json";
 
+// Every file a test process writes (logs, bodies, an 86 MB model) lives in one
+// directory per process, named at start-up -- before any fork, so a child
+// names the parent's files --, made on first use (listing the tests makes
+// none) and removed when the process's tests end.
+const std::string kTmpDir = ::testing::TempDir() + "/skipkv_serve_" + std::to_string(::getpid());
+
 std::string Tmp(const std::string& name) {
-  return ::testing::TempDir() + "/skipkv_serve_" + std::to_string(::getpid()) + "_" + name;
+  std::filesystem::create_directories(kTmpDir);
+  return kTmpDir + "/" + name;
 }
+
+class RemoveTmpDir : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(kTmpDir, ec);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kRemoveTmpDir = ::testing::AddGlobalTestEnvironment(new RemoveTmpDir);
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -380,7 +397,9 @@ TEST(ServeE2ETest, SixteenConcurrentStreamsMixedMethodsEqualRunAloneUnderKvLimit
     EXPECT_EQ(got["text"], alone["text"]) << "request " << i << " (" << run_args[i] << ")";
     EXPECT_EQ(got["completion_tokens"], alone["generated_tokens"]) << "request " << i;
     EXPECT_EQ(got["policy"], alone["method"]["policy"]) << "request " << i;
-    if (i % 5 != 0) EXPECT_GT(got["compressions"].get<int>(), 0) << "request " << i;
+    if (i % 5 != 0) {
+      EXPECT_GT(got["compressions"].get<int>(), 0) << "request " << i;
+    }
   }
   const double peak = Metric(server.url(), "skipkv_kv_peak_allocated_bytes");
   EXPECT_GT(peak, 0);
