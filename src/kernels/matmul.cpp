@@ -125,6 +125,8 @@ void QuantizeActivationsT(ActFormat f, const float* x, int64_t in, uint8_t* out)
     QuantizeQ8(x, in, reinterpret_cast<ActQ8*>(out));
   } else if (f == ActFormat::kQ8K) {
     QuantizeQ8K(x, in, reinterpret_cast<BlockQ8_K*>(out));
+  } else if (f == ActFormat::kBF16) {
+    ConvertActivationsToBf16(x, in, reinterpret_cast<uint16_t*>(out));
   } else {
     std::memcpy(out, x, static_cast<size_t>(in) * sizeof(float));
   }
@@ -234,17 +236,11 @@ template <int NR, int NT, class WT>
 HWY_INLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0) {
   const WT* w[NR];
   const float* x[NT];
-  SKIPKV_UNROLL
-  for (int i = 0; i < NR; ++i) w[i] = reinterpret_cast<const WT*>(a.w + static_cast<size_t>(r + i) * a.w_row_bytes);
-  SKIPKV_UNROLL
-  for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const float*>(a.act + static_cast<size_t>(t0 + t) * a.act_row_bytes);
+  RowPointers(a.w, a.w_row_bytes, r, w);
+  RowPointers(a.act, a.act_row_bytes, t0, x);
   float out[NR * NT];
   FloatTileDot<NR, NT, WT>(w, x, a.in, out);
-  SKIPKV_UNROLL
-  for (int i = 0; i < NR; ++i) {
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) a.y[(t0 + t) * a.y_stride + r + i] = out[i * NT + t];
-  }
+  StoreTile<NR, NT>(a, r, t0, out);
 }
 
 // Rows [r0, r1) of a float-weight matmul. Tokens in blocks of 32 (L2); fewer
@@ -690,19 +686,11 @@ template <class W, int NR, int NT>
 void Int8Tile(const MatArgs& a, int64_t r, int64_t t0) {
   const typename W::Block* w[NR];
   const ActQ8* x[NT];
-  SKIPKV_UNROLL
-  for (int i = 0; i < NR; ++i) {
-    w[i] = reinterpret_cast<const typename W::Block*>(a.w + static_cast<size_t>(r + i) * a.w_row_bytes);
-  }
-  SKIPKV_UNROLL
-  for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const ActQ8*>(a.act + static_cast<size_t>(t0 + t) * a.act_row_bytes);
+  RowPointers(a.w, a.w_row_bytes, r, w);
+  RowPointers(a.act, a.act_row_bytes, t0, x);
   float out[NR * NT];
   Int8TileVnni<W, NR, NT>(w, x, a.in / 32, out);
-  SKIPKV_UNROLL
-  for (int i = 0; i < NR; ++i) {
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) a.y[(t0 + t) * a.y_stride + r + i] = out[i * NT + t];
-  }
+  StoreTile<NR, NT>(a, r, t0, out);
 }
 template <class W, int NR>
 void Int8TokenRange(const MatArgs& a, int64_t r, int64_t tb, int64_t te) {

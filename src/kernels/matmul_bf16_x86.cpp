@@ -78,23 +78,23 @@ template <int NR, int NT>
 SKIPKV_BF16_ATTR inline void TileDot(const uint16_t* const* w, const uint16_t* const* x, int64_t in, float* out) {
   constexpr int64_t kV = 32;  // bf16 elements per zmm
   __m512 acc0[NR][NT], acc1[NR][NT];
-SKIPKV_UNROLL
+  SKIPKV_UNROLL
   for (int r = 0; r < NR; ++r) {
-SKIPKV_UNROLL
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) acc0[r][t] = acc1[r][t] = _mm512_setzero_ps();
   }
   int64_t i = 0;
   for (; i + 2 * kV <= in; i += 2 * kV) {
     __m512i w0[NR], w1[NR];
-SKIPKV_UNROLL
+    SKIPKV_UNROLL
     for (int r = 0; r < NR; ++r) {
       w0[r] = _mm512_loadu_si512(w[r] + i);
       w1[r] = _mm512_loadu_si512(w[r] + i + kV);
     }
-SKIPKV_UNROLL
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       const __m512i x0 = _mm512_loadu_si512(x[t] + i), x1 = _mm512_loadu_si512(x[t] + i + kV);
-SKIPKV_UNROLL
+      SKIPKV_UNROLL
       for (int r = 0; r < NR; ++r) {
         acc0[r][t] = Dot(acc0[r][t], w0[r], x0);
         acc1[r][t] = Dot(acc1[r][t], w1[r], x1);
@@ -103,12 +103,12 @@ SKIPKV_UNROLL
   }
   if (i + kV <= in) {
     __m512i w0[NR];
-SKIPKV_UNROLL
+    SKIPKV_UNROLL
     for (int r = 0; r < NR; ++r) w0[r] = _mm512_loadu_si512(w[r] + i);
-SKIPKV_UNROLL
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       const __m512i x0 = _mm512_loadu_si512(x[t] + i);
-SKIPKV_UNROLL
+      SKIPKV_UNROLL
       for (int r = 0; r < NR; ++r) acc0[r][t] = Dot(acc0[r][t], w0[r], x0);
     }
     i += kV;
@@ -116,18 +116,18 @@ SKIPKV_UNROLL
   if (i < in) {  // masked tail: lanes past `in` load as zero and add nothing
     const __mmask32 m = static_cast<__mmask32>((uint64_t{1} << (in - i)) - 1);
     __m512i w0[NR];
-SKIPKV_UNROLL
+    SKIPKV_UNROLL
     for (int r = 0; r < NR; ++r) w0[r] = _mm512_maskz_loadu_epi16(m, w[r] + i);
-SKIPKV_UNROLL
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       const __m512i x0 = _mm512_maskz_loadu_epi16(m, x[t] + i);
-SKIPKV_UNROLL
+      SKIPKV_UNROLL
       for (int r = 0; r < NR; ++r) acc1[r][t] = Dot(acc1[r][t], w0[r], x0);
     }
   }
-SKIPKV_UNROLL
+  SKIPKV_UNROLL
   for (int r = 0; r < NR; ++r) {
-SKIPKV_UNROLL
+    SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) out[r * NT + t] = HSum(_mm512_add_ps(acc0[r][t], acc1[r][t]));
   }
 }
@@ -136,17 +136,11 @@ template <int NR, int NT>
 SKIPKV_BF16_ATTR void Tile(const MatArgs& a, int64_t r, int64_t t0) {
   const uint16_t* w[NR];
   const uint16_t* x[NT];
-SKIPKV_UNROLL
-  for (int i = 0; i < NR; ++i) w[i] = reinterpret_cast<const uint16_t*>(a.w + static_cast<size_t>(r + i) * a.w_row_bytes);
-SKIPKV_UNROLL
-  for (int t = 0; t < NT; ++t) x[t] = reinterpret_cast<const uint16_t*>(a.act + static_cast<size_t>(t0 + t) * a.act_row_bytes);
+  RowPointers(a.w, a.w_row_bytes, r, w);
+  RowPointers(a.act, a.act_row_bytes, t0, x);
   float out[NR * NT];
   TileDot<NR, NT>(w, x, a.in, out);
-SKIPKV_UNROLL
-  for (int i = 0; i < NR; ++i) {
-SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) a.y[(t0 + t) * a.y_stride + r + i] = out[i * NT + t];
-  }
+  StoreTile<NR, NT>(a, r, t0, out);
 }
 
 template <int NR>

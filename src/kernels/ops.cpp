@@ -66,14 +66,6 @@ void LogTargetOnce() {
   });
 }
 
-// Rows in chunks: about 4 per thread (dynamic balance on a shared machine),
-// at least 16 rows (a multiple of 8) so each chunk streams a useful slice.
-int64_t RowGrain(int64_t rows, const ThreadPool& pool) {
-  const int64_t threads = pool.num_threads();
-  const int64_t grain = (rows + threads * 4 - 1) / (threads * 4);
-  return std::max<int64_t>(16, (grain + 7) / 8 * 8);
-}
-
 }  // namespace
 
 void MatMul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
@@ -81,7 +73,9 @@ void MatMul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
   LogTargetOnce();
   if (n <= 0) return;
   const int64_t in = w.ne[0], rows = w.NumRows();
-  const internal::ActFormat fmt = internal::ActFormatFor(w.type);
+  // BF16 weights take bf16 activations where the CPU has bf16 dot products.
+  const bool bf16_dot = w.type == DType::kBF16 && internal::Bf16DotActive();
+  const internal::ActFormat fmt = bf16_dot ? internal::ActFormat::kBF16 : internal::ActFormatFor(w.type);
   internal::MatArgs a{};
   a.type = w.type;
   a.w = w.data;
@@ -91,21 +85,6 @@ void MatMul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
   a.y = y;
   a.y_stride = rows;
   a.act_row_bytes = internal::ActRowBytes(fmt, in);
-  if (w.type == DType::kBF16 && internal::Bf16DotActive()) {
-    // bf16 dot products: every token's activations rounded to bf16 once.
-    a.act_row_bytes = static_cast<size_t>(in) * sizeof(uint16_t);
-    thread_local AlignedBuffer act_buf;
-    uint8_t* act = Scratch(act_buf, a.act_row_bytes * static_cast<size_t>(n));
-    pool.ParallelFor(n, std::max<int64_t>(1, 4096 / in), [&](int64_t t0, int64_t t1, int) {
-      for (int64_t t = t0; t < t1; ++t) {
-        internal::ConvertActivationsToBf16(x + t * in, in,
-                                           reinterpret_cast<uint16_t*>(act + static_cast<size_t>(t) * a.act_row_bytes));
-      }
-    });
-    a.act = act;
-    pool.ParallelFor(rows, RowGrain(rows, pool), [&](int64_t r0, int64_t r1, int) { internal::Bf16MatRows(a, r0, r1); });
-    return;
-  }
   if (fmt == internal::ActFormat::kF32) {
     a.act = reinterpret_cast<const uint8_t*>(x);
   } else {
@@ -119,7 +98,13 @@ void MatMul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool
     });
     a.act = act;
   }
-  pool.ParallelFor(rows, RowGrain(rows, pool), [&](int64_t r0, int64_t r1, int) { internal::MatRows(a, r0, r1); });
+  // Rows in chunks: about 4 per thread (dynamic balance on a shared machine),
+  // at least 16 rows (a multiple of 8) so each chunk streams a useful slice.
+  const int64_t threads = pool.num_threads();
+  int64_t grain = (rows + threads * 4 - 1) / (threads * 4);
+  grain = std::max<int64_t>(16, (grain + 7) / 8 * 8);
+  const auto mat_rows = bf16_dot ? internal::Bf16MatRows : internal::MatRows;
+  pool.ParallelFor(rows, grain, [&](int64_t r0, int64_t r1, int) { mat_rows(a, r0, r1); });
 }
 
 void MatVec(const TensorView& w, const float* x, float* y, ThreadPool& pool) { MatMul(w, x, 1, y, pool); }

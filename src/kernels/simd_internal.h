@@ -25,8 +25,9 @@ struct ActQ8 {
 };
 static_assert(sizeof(ActQ8) == 36);
 
-// The activation format the SIMD matmul of weight type t consumes.
-enum class ActFormat { kF32, kQ8, kQ8K };
+// The activation format the SIMD matmul of weight type t consumes (kBF16:
+// `in` bf16 values, for BF16 weights where Bf16DotActive(); chosen in ops.cpp).
+enum class ActFormat { kF32, kQ8, kQ8K, kBF16 };
 inline ActFormat ActFormatFor(DType t) {
   switch (t) {
     case DType::kQ8_0:
@@ -46,6 +47,8 @@ inline size_t ActRowBytes(ActFormat f, int64_t in) {
       return static_cast<size_t>(in / 32) * sizeof(ActQ8);
     case ActFormat::kQ8K:
       return static_cast<size_t>(in / kQK_K) * sizeof(BlockQ8_K);
+    case ActFormat::kBF16:
+      return static_cast<size_t>(in) * sizeof(uint16_t);
     default:
       return static_cast<size_t>(in) * sizeof(float);
   }
@@ -63,6 +66,24 @@ struct MatArgs {
   float* y;             // Y[t][r] at y[t * y_stride + r]
   int64_t y_stride;
 };
+
+// The pointers of rows [first, first + N) of a row-major byte array whose rows
+// are `stride` bytes apart, as rows of T: a tile's weight or activation rows.
+template <class T, int N>
+inline void RowPointers(const uint8_t* base, size_t stride, int64_t first, const T* (&rows)[N]) {
+  SKIPKV_UNROLL
+  for (int i = 0; i < N; ++i) rows[i] = reinterpret_cast<const T*>(base + static_cast<size_t>(first + i) * stride);
+}
+// Stores a tile's results, out[i * NT + t] for weight row r + i and token
+// t0 + t, into Y[t0 + t][r + i].
+template <int NR, int NT>
+inline void StoreTile(const MatArgs& a, int64_t r, int64_t t0, const float* out) {
+  SKIPKV_UNROLL
+  for (int i = 0; i < NR; ++i) {
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) a.y[(t0 + t) * a.y_stride + r + i] = out[i * NT + t];
+  }
+}
 
 // Attention work item: queries [q_begin, q_end) of (task, kv_head), where
 // query index qi = i * group + g stands for query row i, head kv_head*group+g.
@@ -92,8 +113,8 @@ bool DispatchIsAvx3Dl();
 
 // BF16 weights as bf16 dot products (matmul_bf16_x86.cpp): active when the
 // CPU has AVX512_BF16 and the dispatch runs AVX3_DL. Activations are then
-// converted to bf16 rows (round to nearest even, `in` uint16 each) and the
-// rows computed by Bf16MatRows, whose MatArgs::act points at those rows.
+// in ActFormat::kBF16 (round to nearest even; QuantizeActivations calls
+// ConvertActivationsToBf16) and Bf16MatRows computes the rows.
 bool Bf16DotActive();
 void ConvertActivationsToBf16(const float* x, int64_t in, uint16_t* out);
 void Bf16MatRows(const MatArgs& a, int64_t row_begin, int64_t row_end);

@@ -172,7 +172,11 @@ TEST_P(MatMulTest, DeterministicAcrossThreadsAndTiles) {
 // 1 + 2^-7 and 1 + 2^-6 and rounds to the even 1 + 2^-6. The dot is then
 // 3 + 2^-6 = 3.015625; with f32 activations it is 3 + 5 * 2^-8 = 3.01953125.
 TEST_P(MatMulTest, Bf16ActivationRounding) {
+#if defined(__x86_64__)
   const bool cpu_bf16 = __builtin_cpu_supports("avx512bf16");
+#else
+  const bool cpu_bf16 = false;
+#endif
   EXPECT_EQ(kernels::Bf16DotProducts(), cpu_bf16 && GetParam() == HWY_AVX3_DL);
   std::vector<uint16_t> wbits(3, 0x3F80);  // bf16 1.0
   TensorView w;
