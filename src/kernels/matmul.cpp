@@ -243,7 +243,7 @@ HWY_INLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0) {
   StoreTile<NR, NT>(a, r, t0, out);
 }
 
-// Rows [r0, r1) of a float-weight matmul. Tokens in blocks of 32 (L2); fewer
+// Rows [r0, r1) of a float-weight matmul, cache-blocked (ForEachCacheBlock); fewer
 // than 4 tokens (decode) take one row at a time, so each thread reads its
 // weights as one sequential stream (two rows at a time interleave two streams
 // that each skip every other row, and the hardware prefetcher follows them
@@ -253,13 +253,11 @@ HWY_INLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0) {
 // over go one at a time.
 template <class WT>
 void FloatRows(const MatArgs& a, int64_t r0, int64_t r1) {
-  constexpr int64_t kTokBlock = 32;
   constexpr int64_t kBatchRows = (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) ? 2 : 1;
-  for (int64_t tb = 0; tb < a.n; tb += kTokBlock) {
-    const int64_t te = std::min(a.n, tb + kTokBlock);
+  ForEachCacheBlock(a, r0, r1, 4, [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
     const int64_t group = te - tb < 4 ? 1 : kBatchRows;
-    for (int64_t r = r0; r < r1;) {
-      const int64_t nr = r1 - r >= group ? group : 1;
+    for (int64_t r = rb; r < re;) {
+      const int64_t nr = re - r >= group ? group : 1;
       for (int64_t t = tb; t < te;) {
         const int64_t nt = std::min<int64_t>(4, te - t);
         if (nr == 2) {
@@ -281,7 +279,7 @@ void FloatRows(const MatArgs& a, int64_t r0, int64_t r1) {
       }
       r += nr;
     }
-  }
+  });
 }
 
 // ---- int8 helpers ---------------------------------------------------------------
@@ -708,15 +706,13 @@ void Int8TokenRange(const MatArgs& a, int64_t r, int64_t tb, int64_t te) {
 // fastest. The per-pair arithmetic is the same either way.
 template <class W>
 void Int8RowsVnni(const MatArgs& a, int64_t r0, int64_t r1) {
-  constexpr int64_t kTokBlock = 32;
-  for (int64_t tb = 0; tb < a.n; tb += kTokBlock) {
-    const int64_t te = std::min(a.n, tb + kTokBlock);
-    int64_t r = r0;
+  ForEachCacheBlock(a, r0, r1, 4, [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
+    int64_t r = rb;
     if (te - tb >= 4) {
-      for (; r + 4 <= r1; r += 4) Int8TokenRange<W, 4>(a, r, tb, te);
+      for (; r + 4 <= re; r += 4) Int8TokenRange<W, 4>(a, r, tb, te);
     }
-    for (; r < r1; ++r) Int8TokenRange<W, 1>(a, r, tb, te);
-  }
+    for (; r < re; ++r) Int8TokenRange<W, 1>(a, r, tb, te);
+  });
 }
 #endif
 
@@ -729,20 +725,17 @@ HWY_INLINE void RowTileTail(const MatArgs& a, int64_t r, int64_t t, int64_t rem)
   }
 }
 
-// One weight row at a time against tokens in tiles of kTok: tokens in blocks
-// of 32 (activations stay in L2), and per row kTok tokens share each unpacked
-// weight block.
+// One weight row at a time against tokens in tiles of kTok, cache-blocked
+// (ForEachCacheBlock): per row kTok tokens share each unpacked weight block.
 template <int kTok>
 void RowsInTokenTiles(const MatArgs& a, int64_t r0, int64_t r1) {
-  constexpr int64_t kTokBlock = 32;
-  for (int64_t tb = 0; tb < a.n; tb += kTokBlock) {
-    const int64_t te = std::min(a.n, tb + kTokBlock);
-    for (int64_t r = r0; r < r1; ++r) {
+  ForEachCacheBlock(a, r0, r1, kTok, [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
+    for (int64_t r = rb; r < re; ++r) {
       int64_t t = tb;
       for (; t + kTok <= te; t += kTok) RowTile<kTok>(a, r, t);
       RowTileTail<kTok - 1>(a, r, t, te - t);
     }
-  }
+  });
 }
 
 // Rows [r0, r1) for all tokens. Float types tile rows too (FloatRows); on

@@ -177,21 +177,19 @@ void ConvertActivationsToBf16(const float* x, int64_t in, uint16_t* out) {
   ConvertRow(x, in, out);
 }
 
-// Tokens in blocks of 32 (their bf16 rows stay in L2). Fewer than 4 tokens
+// Cache-blocked (ForEachCacheBlock). Fewer than 4 tokens
 // (decode): one row at a time, one sequential weight stream per thread (see
 // FloatRows in matmul.cpp); batches: rows two at a time against up to 4
 // tokens (16 accumulators), a last odd row alone.
 void Bf16MatRows(const MatArgs& a, int64_t r0, int64_t r1) {
   SKIPKV_CHECK(CpuHasAvx512Bf16() && a.type == DType::kBF16);
-  constexpr int64_t kTokBlock = 32;
-  for (int64_t tb = 0; tb < a.n; tb += kTokBlock) {
-    const int64_t te = std::min(a.n, tb + kTokBlock);
-    int64_t r = r0;
+  ForEachCacheBlock(a, r0, r1, 4, [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
+    int64_t r = rb;
     if (te - tb >= 4) {
-      for (; r + 2 <= r1; r += 2) TokenRange<2>(a, r, tb, te);
+      for (; r + 2 <= re; r += 2) TokenRange<2>(a, r, tb, te);
     }
-    for (; r < r1; ++r) TokenRange<1>(a, r, tb, te);
-  }
+    for (; r < re; ++r) TokenRange<1>(a, r, tb, te);
+  });
 }
 
 #else  // not x86-64 with GCC/Clang: the f32 path serves BF16 weights

@@ -85,6 +85,33 @@ inline void StoreTile(const MatArgs& a, int64_t r, int64_t t0, const float* out)
   }
 }
 
+// Cache blocking of a batch's rows [r0, r1) x all tokens: fn(rb, re, tb, te)
+// computes rows [rb, re) x tokens [tb, te). Tokens go in blocks whose
+// activations fit in part of L1 (a multiple of `tile`, the kernel's token
+// tile, at least one tile), so every row of a slice reads them from L1; rows
+// go in slices whose weights fit in part of L2, so the slice stays there while
+// its token blocks pass. Every (row, token) result is computed the same way
+// whatever the blocking: it only orders independent work.
+// Sizes: 24 KiB fits the L1d of every x86 target (32 KiB Zen 4, 48 KiB Zen 5
+// and Ice Lake or later) beside the tile's weights; 384 KiB is under half of
+// a 1 MiB L2. Before this, tokens went in fixed blocks of 32 over all of a
+// thread's rows: Q4_K activations at 1,536 inputs (1.7 KiB a token) spilled
+// L1 and a 128-token batch streamed the weights 4 times (Q6_K 332 -> 495,
+// AVX2 F16 86 -> 125 GFLOP/s at n = 128, BENCHMARKS.md).
+template <class Fn>
+inline void ForEachCacheBlock(const MatArgs& a, int64_t r0, int64_t r1, int64_t tile, Fn&& fn) {
+  constexpr size_t kL1ActBytes = 24 << 10, kL2WeightBytes = 384 << 10;
+  int64_t tok = static_cast<int64_t>(kL1ActBytes / a.act_row_bytes) / tile * tile;
+  tok = tok < tile ? tile : (tok > 64 ? 64 : tok);
+  int64_t rows = static_cast<int64_t>(kL2WeightBytes / a.w_row_bytes);
+  rows = rows < 8 ? 8 : rows / 8 * 8;
+  if (a.n <= tok) rows = r1 - r0;  // one token block: nothing to keep in L2
+  for (int64_t rb = r0; rb < r1; rb += rows) {
+    const int64_t re = rb + rows < r1 ? rb + rows : r1;
+    for (int64_t tb = 0; tb < a.n; tb += tok) fn(rb, re, tb, tb + tok < a.n ? tb + tok : a.n);
+  }
+}
+
 // Attention work item: queries [q_begin, q_end) of (task, kv_head), where
 // query index qi = i * group + g stands for query row i, head kv_head*group+g.
 struct AttnItem {
