@@ -114,7 +114,8 @@ std::vector<float> ClusteredUnitRows(int64_t n, int d, uint32_t seed) {
 
 TEST_P(PanelMatMulTest, GramUpperPassMatchesReference) {
   const float thr = 0.5f;
-  for (auto [n, d] : {std::pair{1, 8}, {2, 3}, {5, 16}, {16, 7}, {17, 32}, {40, 64}, {97, 128}, {130, 24}}) {
+  for (auto nd : {std::pair{1, 8}, {2, 3}, {5, 16}, {16, 7}, {17, 32}, {40, 64}, {97, 128}, {130, 24}}) {
+    const int n = nd.first, d = nd.second;  // not a structured binding: the lambdas below capture n (Clang 14)
     const auto x = ClusteredUnitRows(n, d, 5 + n);
     const auto p = Packed(x, n, d);
     std::vector<float> sum(n, 1.f), want(n, 1.f);  // added into
