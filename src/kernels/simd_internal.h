@@ -96,7 +96,7 @@ inline void StoreTile(const MatArgs& a, int64_t r, int64_t t0, const float* out)
 // and Ice Lake or later) beside the tile's weights; 384 KiB is under half of
 // a 1 MiB L2. Before this, tokens went in fixed blocks of 32 over all of a
 // thread's rows: Q4_K activations at 1,536 inputs (1.7 KiB a token) spilled
-// L1 and a 128-token batch streamed the weights 4 times (Q6_K 332 -> 495,
+// L1 and a 128-token batch streamed the weights 4 times (Q6_K 332 -> 493,
 // AVX2 F16 86 -> 125 GFLOP/s at n = 128, BENCHMARKS.md).
 template <class Fn>
 inline void ForEachCacheBlock(const MatArgs& a, int64_t r0, int64_t r1, int64_t tile, Fn&& fn) {

@@ -165,13 +165,14 @@ TEST_P(MatMulTest, DeterministicAcrossThreadsAndTiles) {
 }
 
 // Batches larger than one cache block (ForEachCacheBlock, simd_internal.h):
-// at in = 1536 every type's activations give several token blocks for n = 19
-// (f32 4 tokens, Q8_0 12, Q8_K 8, bf16 8) and 460 rows give several row slices
-// (f32 64 rows, f16/bf16 128, Q8_0 240, Q4_K 448, Q6_K 312). Results equal the
-// oracle on the quantised activations and, bit for bit, lone MatVecs and a
-// 1-thread run.
+// at in = 2560 every type's activations give several token blocks for n = 9
+// (f32 4 tokens, bf16 4, Q8_0 8, Q8_K 8), and a 1-thread run's row chunks
+// (1100 / 4 -> 280 rows) hold several row slices (f32 32 rows, f16/bf16 72,
+// Q8_0 136, Q6_K 184, Q4_K/Q4_0 264). Results equal the oracle on the
+// quantised activations and, bit for bit, a 2-thread run (other chunks) and
+// lone MatVecs.
 TEST_P(MatMulTest, CacheBlockedBatchesMatchReferenceAndMatVec) {
-  const int64_t in = 1536, rows = 460, n = 19;
+  const int64_t in = 2560, rows = 1100, n = 9;
   ThreadPool p1(1), p2(2);
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
     SCOPED_TRACE(DTypeName(t));
@@ -197,7 +198,7 @@ TEST_P(MatMulTest, CacheBlockedBatchesMatchReferenceAndMatVec) {
         ASSERT_NEAR(y1[tok * rows + r], yq[tok * rows + r], 1e-5 * mag + 1e-6) << "r=" << r << " t=" << tok;
       }
     }
-    for (int64_t tok = 0; tok < n; tok += 6) {
+    for (int64_t tok = 0; tok < n; tok += 4) {
       kernels::MatVec(w.view, x.data() + tok * in, yv.data(), p2);
       ASSERT_EQ(0, std::memcmp(yv.data(), y1.data() + tok * rows, rows * sizeof(float))) << "token " << tok;
     }
