@@ -143,6 +143,8 @@ void BM_MatMul(benchmark::State& state) {
 void MatMulArgs(benchmark::internal::Benchmark* b) {
   for (int ti = 0; ti < 7; ++ti) {
     for (int n : {16, 128}) b->Args({ti, 1, n, 2});
+    b->Args({ti, 1, 512, 2});  // as in a pp512 prefill
+    b->Args({ti, 2, 128, 2});  // the FFN down projection: 35 KiB of f32 activations a token
   }
 }
 BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->ArgNames({"type", "shape", "n", "threads"})->UseRealTime()

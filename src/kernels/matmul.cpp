@@ -1,7 +1,7 @@
 // SIMD matrix products for every weight type, compiled once per Highway target
 // (foreach_target) and picked at run time. Each weight row is loaded (and
-// unpacked) once per group of up to 4 tokens; float rows are also paired
-// for batches of 4 or more tokens on AVX-512 (2 rows x 4 tokens).
+// unpacked) once per group of up to 4 tokens; float batches go in tiles of
+// 3 rows x 4 tokens on AVX-512 (3 x 2 on AVX2), see FloatRows.
 //   F32/F16/BF16: f32 FMA, weights converted on load (BF16 on CPUs with
 //                 AVX512_BF16: bf16 dot products, matmul_bf16_x86.cpp).
 //   Q8_0/Q4_0:    activations quantised to ActQ8 (32 x int8 + f32 scale).
@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/simd_internal.h"
 #include "util/check.h"
@@ -35,6 +37,36 @@ HWY_BEFORE_NAMESPACE();
 namespace skipkv::kernels::internal {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+// Keeps a loaded SIMD vector (anything with a `.raw` register member, as
+// Highway's Vec and our own wrappers have) in a register: an empty asm that
+// claims to change it. Without it GCC and Clang fold a load that feeds several
+// FMAs into each of them as a memory operand, so a tile of NR rows x NT tokens
+// loads every activation vector NR times instead of once and is bound by the
+// load ports, not the FMAs (F16 8960x1536 n=128 on Zen 5: 2 x 4 tiles 90 ->
+// 141 GFLOP/s a core, see BENCHMARKS.md). A no-op where the constraint is unknown.
+// Defined per target (inside HWY_BEFORE_NAMESPACE) so Clang accepts a 256-
+// or 512-bit register constraint.
+template <class V>
+HWY_INLINE void KeepInRegister(V& v) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  using Raw = decltype(v.raw);
+  if constexpr (sizeof(Raw) >= 16 && !std::is_array_v<Raw>) {  // SIMD registers only, not scalars or emulated arrays
+    auto raw = v.raw;  // a local: Clang 14 cannot tie a member operand
+    asm("" : "+v"(raw));
+    v.raw = raw;
+  }
+#elif defined(__GNUC__) && defined(__aarch64__)
+  using Raw = decltype(v.raw);
+  if constexpr (sizeof(Raw) >= 8 && !std::is_array_v<Raw>) {
+    auto raw = v.raw;
+    asm("" : "+w"(raw));
+    v.raw = raw;
+  }
+#else
+  (void)v;
+#endif
+}
 
 #undef SKIPKV_X86_INT8
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
@@ -165,50 +197,58 @@ struct FloatLoader<Bf16Tag> {
   static float One(const Bf16Tag& v) { return BF16ToF32(v.bits); }
 };
 
-// out[r * NT + t] = dot(w[r][0..in), x[t][0..in)) for r < NR, t < NT: each
-// weight vector is loaded once for NT tokens and each activation vector once
-// for NR rows. Two accumulators per (row, token) pair (even / odd vectors),
-// and every pair follows the same FMA sequence in every tile shape, so results
-// do not depend on the tiling; the in % N tail goes through zero-padded copies.
+// Float tiles: out[r * NT + t] = dot(w[r][0..in), x[t][0..in)) for r < NR,
+// t < NT. Each weight vector is loaded once for NT tokens and each activation
+// vector once for NR rows. Two accumulators per (row, token) pair, acc0 for
+// the even vectors and acc1 for the odd ones (the in % N tail, zero-padded,
+// goes to acc1), and every pair follows the same FMA sequence in every tile
+// shape and k slicing, so results do not depend on the tiling, the thread
+// count or batch vs decode.
+template <int NR, int NT>
+struct FloatAcc {
+  hn::Vec<hn::ScalableTag<float>> acc0[NR][NT], acc1[NR][NT];
+};
+
+// sum[r][t] += w[r][k..k+N) * x[t][k..k+N) for every pair: NR weights and one
+// activation live at a time beside the accumulators. Loads that feed several
+// FMAs stay in registers (KeepInRegister); a converting load (f16, bf16)
+// cannot be folded anyway, and the asm on it made GCC store every converted
+// vector to the stack.
+template <int NR, int NT, class WT, class DF, class V>
+HWY_INLINE void FloatStep(DF df, const WT* const* w, const float* const* x, int64_t k, V (*sum)[NT]) {
+  using L = FloatLoader<WT>;
+  constexpr bool kKeepW = NT > 1 && std::is_same_v<WT, float>;
+  V wv[NR];
+  SKIPKV_UNROLL
+  for (int r = 0; r < NR; ++r) {
+    wv[r] = L::Load(df, w[r] + k);
+    if constexpr (kKeepW) KeepInRegister(wv[r]);
+  }
+  SKIPKV_UNROLL
+  for (int t = 0; t < NT; ++t) {
+    auto xv = hn::LoadU(df, x[t] + k);
+    if constexpr (NR > 1) KeepInRegister(xv);
+    SKIPKV_UNROLL
+    for (int r = 0; r < NR; ++r) sum[r][t] = hn::MulAdd(wv[r], xv, sum[r][t]);
+  }
+}
+
+// Adds elements [k0, k1) of every pair into `acc`. k0 is a multiple of 2N; k1
+// is too, or k1 == in, and then the last odd vector and the tail go in as well.
 template <int NR, int NT, class WT>
-HWY_INLINE void FloatTileDot(const WT* const* w, const float* const* x, int64_t in, float* out) {
+HWY_INLINE void FloatTileSpan(const WT* const* w, const float* const* x, int64_t k0, int64_t k1, int64_t in,
+                              FloatAcc<NR, NT>& acc) {
   using L = FloatLoader<WT>;
   const hn::ScalableTag<float> df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  hn::Vec<decltype(df)> acc0[NR][NT], acc1[NR][NT];
-  SKIPKV_UNROLL
-  for (int r = 0; r < NR; ++r) {
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) acc0[r][t] = acc1[r][t] = hn::Zero(df);
+  int64_t i = k0;
+  for (; i + 2 * N <= k1; i += 2 * N) {
+    FloatStep<NR, NT, WT>(df, w, x, i, acc.acc0);  // the even vector
+    FloatStep<NR, NT, WT>(df, w, x, i + N, acc.acc1);  // the odd one
   }
-  int64_t i = 0;
-  for (; i + 2 * N <= in; i += 2 * N) {
-    hn::Vec<decltype(df)> w0[NR], w1[NR];
-    SKIPKV_UNROLL
-    for (int r = 0; r < NR; ++r) {
-      w0[r] = L::Load(df, w[r] + i);
-      w1[r] = L::Load(df, w[r] + i + N);
-    }
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) {
-      const auto x0 = hn::LoadU(df, x[t] + i), x1 = hn::LoadU(df, x[t] + i + N);
-      SKIPKV_UNROLL
-      for (int r = 0; r < NR; ++r) {
-        acc0[r][t] = hn::MulAdd(w0[r], x0, acc0[r][t]);
-        acc1[r][t] = hn::MulAdd(w1[r], x1, acc1[r][t]);
-      }
-    }
-  }
+  if (k1 != in) return;
   if (i + N <= in) {
-    hn::Vec<decltype(df)> w0[NR];
-    SKIPKV_UNROLL
-    for (int r = 0; r < NR; ++r) w0[r] = L::Load(df, w[r] + i);
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) {
-      const auto x0 = hn::LoadU(df, x[t] + i);
-      SKIPKV_UNROLL
-      for (int r = 0; r < NR; ++r) acc0[r][t] = hn::MulAdd(w0[r], x0, acc0[r][t]);
-    }
+    FloatStep<NR, NT, WT>(df, w, x, i, acc.acc0);
     i += N;
   }
   if (i < in) {
@@ -220,66 +260,84 @@ HWY_INLINE void FloatTileDot(const WT* const* w, const float* const* x, int64_t 
     for (int t = 0; t < NT; ++t) {
       for (int64_t k = i; k < in; ++k) xt[k - i] = x[t][k];
       const auto xv = hn::Load(df, xt);
-      for (int r = 0; r < NR; ++r) acc1[r][t] = hn::MulAdd(hn::Load(df, wt[r]), xv, acc1[r][t]);
-    }
-  }
-  SKIPKV_UNROLL
-  for (int r = 0; r < NR; ++r) {
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) {
-      out[r * NT + t] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0[r][t], acc1[r][t])));
+      for (int r = 0; r < NR; ++r) acc.acc1[r][t] = hn::MulAdd(hn::Load(df, wt[r]), xv, acc.acc1[r][t]);
     }
   }
 }
 
+template <int NR, int NT>
+HWY_INLINE void FloatTileStore(const MatArgs& a, int64_t r, int64_t t0, const FloatAcc<NR, NT>& acc) {
+  const hn::ScalableTag<float> df;
+  float out[NR * NT];
+  SKIPKV_UNROLL
+  for (int i = 0; i < NR; ++i) {
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) out[i * NT + t] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc.acc0[i][t], acc.acc1[i][t])));
+  }
+  StoreTile<NR, NT>(a, r, t0, out);
+}
+
+static_assert(hn::MaxLanes(hn::ScalableTag<float>()) <= kTileStashLanes);
+
+// Rows [r, r + NR) x tokens [t0, t0 + NT): all `in` elements (k1 == 0), or
+// elements [k0, k1) with the accumulators starting at zero (k0 == 0) or from
+// `stash` (pointing at pair (r, t0); TileCacheBlock's layout) and going back
+// there unless k1 == in, where the results are stored.
 template <int NR, int NT, class WT>
-HWY_INLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0) {
+HWY_NOINLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0, int64_t k0, int64_t k1, float* stash) {
   const WT* w[NR];
   const float* x[NT];
   RowPointers(a.w, a.w_row_bytes, r, w);
   RowPointers(a.act, a.act_row_bytes, t0, x);
-  float out[NR * NT];
-  FloatTileDot<NR, NT, WT>(w, x, a.in, out);
-  StoreTile<NR, NT>(a, r, t0, out);
+  const hn::ScalableTag<float> df;
+  const bool sliced = k1 != 0, resume = sliced && k0 > 0;
+  FloatAcc<NR, NT> acc;
+  SKIPKV_UNROLL
+  for (int i = 0; i < NR; ++i) {
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      acc.acc0[i][t] = acc.acc1[i][t] = hn::Zero(df);
+      if (resume) {
+        const float* s = stash + i * kTileStashRow + t * 2 * kTileStashLanes;
+        acc.acc0[i][t] = hn::LoadU(df, s);
+        acc.acc1[i][t] = hn::LoadU(df, s + kTileStashLanes);
+      }
+    }
+  }
+  FloatTileSpan<NR, NT, WT>(w, x, sliced ? k0 : 0, sliced ? k1 : a.in, a.in, acc);
+  if (!sliced || k1 == a.in) return FloatTileStore<NR, NT>(a, r, t0, acc);
+  SKIPKV_UNROLL
+  for (int i = 0; i < NR; ++i) {
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      float* s = stash + i * kTileStashRow + t * 2 * kTileStashLanes;
+      hn::StoreU(acc.acc0[i][t], df, s);
+      hn::StoreU(acc.acc1[i][t], df, s + kTileStashLanes);
+    }
+  }
 }
 
-// Rows [r0, r1) of a float-weight matmul, cache-blocked (ForEachCacheBlock); fewer
-// than 4 tokens (decode) take one row at a time, so each thread reads its
-// weights as one sequential stream (two rows at a time interleave two streams
-// that each skip every other row, and the hardware prefetcher follows them
-// worse: F16 decode on Zen 5 went from 7.7-9.5 to 10.5-11.6 tokens/s, see
-// BENCHMARKS.md); batches take token groups of up to 4 against 1 row (2 on
-// AVX-512 targets, whose 32 registers hold the 16 accumulators); rows left
-// over go one at a time.
+// Rows [r0, r1) of a float-weight matmul: cache blocks (ForEachCacheBlock;
+// token blocks a multiple of 4, row slices of 24) and their tiles
+// (TileCacheBlock): 3 rows x 4 tokens on AVX-512 (24 accumulators of the 32
+// registers), 3 x 2 on AVX2 (12 of 16), k slices of 1,536 elements (4 tokens
+// of f32 activations in 24 KiB). Each tile is its own function: inlined into
+// this loop nest, GCC kept half the accumulators of a 2 x 4 tile on the stack.
+// F16 8960x1536 n=128 on Zen 5: 195 -> 339 GFLOP/s; the FFN down projection
+// (1536x8960): 189 -> 320 (BENCHMARKS.md).
 template <class WT>
 void FloatRows(const MatArgs& a, int64_t r0, int64_t r1) {
-  constexpr int64_t kBatchRows = (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) ? 2 : 1;
+  constexpr bool kAvx512 = HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL;
+  constexpr int kRows = 3, kTokens = kAvx512 ? 4 : 2;
+  const int64_t two_n = 2 * static_cast<int64_t>(hn::Lanes(hn::ScalableTag<float>()));
+  const int64_t kslice = std::max<int64_t>(two_n, (24 << 10) / (4 * sizeof(float)) / two_n * two_n);
+  const auto tile = [&](auto nr, int64_t r, int64_t t, int64_t nt, int64_t k0, int64_t k1, float* stash) {
+    constexpr int NR = decltype(nr)::value;
+    WithTileTokens<NR == 1 ? 4 : kTokens>(nt, [&](auto ntc) { FloatTile<NR, decltype(ntc)::value, WT>(a, r, t, k0, k1, stash); });
+  };
   ForEachCacheBlock(a, r0, r1, 4, [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
-    const int64_t group = te - tb < 4 ? 1 : kBatchRows;
-    for (int64_t r = rb; r < re;) {
-      const int64_t nr = re - r >= group ? group : 1;
-      for (int64_t t = tb; t < te;) {
-        const int64_t nt = std::min<int64_t>(4, te - t);
-        if (nr == 2) {
-          switch (nt) {
-            case 4: FloatTile<2, 4, WT>(a, r, t); break;
-            case 3: FloatTile<2, 3, WT>(a, r, t); break;
-            case 2: FloatTile<2, 2, WT>(a, r, t); break;
-            default: FloatTile<2, 1, WT>(a, r, t); break;
-          }
-        } else {
-          switch (nt) {
-            case 4: FloatTile<1, 4, WT>(a, r, t); break;
-            case 3: FloatTile<1, 3, WT>(a, r, t); break;
-            case 2: FloatTile<1, 2, WT>(a, r, t); break;
-            default: FloatTile<1, 1, WT>(a, r, t); break;
-          }
-        }
-        t += nt;
-      }
-      r += nr;
-    }
-  });
+    TileCacheBlock<kRows, kTokens>(a, rb, re, tb, te, kslice, tile);
+  }, 8 * kRows);
 }
 
 // ---- int8 helpers ---------------------------------------------------------------

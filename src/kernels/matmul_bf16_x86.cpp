@@ -73,43 +73,51 @@ SKIPKV_BF16_ATTR inline float HSum(__m512 v) {
   return _mm_cvtss_f32(q);
 }
 
-// out[r * NT + t] = dot(w[r][0..in), x[t][0..in)), bf16 elements.
+// Keeps a loaded vector in a register (see KeepInRegister in matmul.cpp).
+SKIPKV_BF16_ATTR inline void Keep(__m512i& v) { asm("" : "+v"(v)); }
+
 template <int NR, int NT>
-SKIPKV_BF16_ATTR inline void TileDot(const uint16_t* const* w, const uint16_t* const* x, int64_t in, float* out) {
-  constexpr int64_t kV = 32;  // bf16 elements per zmm
+struct Acc {
   __m512 acc0[NR][NT], acc1[NR][NT];
-  SKIPKV_UNROLL
-  for (int r = 0; r < NR; ++r) {
+};
+
+// Adds bf16 elements [k0, k1) of every (row, token) pair into `acc`: k0 is a
+// multiple of 64 (two vectors); k1 is too, or k1 == in, and then the last
+// odd vector and the masked tail go in as well.
+template <int NR, int NT>
+SKIPKV_BF16_ATTR inline void Span(const uint16_t* const* w, const uint16_t* const* x, int64_t k0, int64_t k1,
+                                  int64_t in, Acc<NR, NT>& acc) {
+  constexpr int64_t kV = 32;  // bf16 elements per zmm
+  int64_t i = k0;
+  for (; i + 2 * kV <= k1; i += 2 * kV) {
+    // The even vector into acc0, then the odd one into acc1: NR weights and
+    // one activation live at a time beside the accumulators.
     SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) acc0[r][t] = acc1[r][t] = _mm512_setzero_ps();
-  }
-  int64_t i = 0;
-  for (; i + 2 * kV <= in; i += 2 * kV) {
-    __m512i w0[NR], w1[NR];
-    SKIPKV_UNROLL
-    for (int r = 0; r < NR; ++r) {
-      w0[r] = _mm512_loadu_si512(w[r] + i);
-      w1[r] = _mm512_loadu_si512(w[r] + i + kV);
-    }
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) {
-      const __m512i x0 = _mm512_loadu_si512(x[t] + i), x1 = _mm512_loadu_si512(x[t] + i + kV);
+    for (int h = 0; h < 2; ++h) {
+      __m512(*sum)[NT] = h == 0 ? acc.acc0 : acc.acc1;
+      __m512i wv[NR];
       SKIPKV_UNROLL
-      for (int r = 0; r < NR; ++r) {
-        acc0[r][t] = Dot(acc0[r][t], w0[r], x0);
-        acc1[r][t] = Dot(acc1[r][t], w1[r], x1);
+      for (int r = 0; r < NR; ++r) wv[r] = _mm512_loadu_si512(w[r] + i + h * kV);
+      SKIPKV_UNROLL
+      for (int t = 0; t < NT; ++t) {
+        __m512i xv = _mm512_loadu_si512(x[t] + i + h * kV);
+        if constexpr (NR > 1) Keep(xv);
+        SKIPKV_UNROLL
+        for (int r = 0; r < NR; ++r) sum[r][t] = Dot(sum[r][t], wv[r], xv);
       }
     }
   }
+  if (k1 != in) return;
   if (i + kV <= in) {
     __m512i w0[NR];
     SKIPKV_UNROLL
     for (int r = 0; r < NR; ++r) w0[r] = _mm512_loadu_si512(w[r] + i);
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
-      const __m512i x0 = _mm512_loadu_si512(x[t] + i);
+      __m512i x0 = _mm512_loadu_si512(x[t] + i);
+      if constexpr (NR > 1) Keep(x0);
       SKIPKV_UNROLL
-      for (int r = 0; r < NR; ++r) acc0[r][t] = Dot(acc0[r][t], w0[r], x0);
+      for (int r = 0; r < NR; ++r) acc.acc0[r][t] = Dot(acc.acc0[r][t], w0[r], x0);
     }
     i += kV;
   }
@@ -122,36 +130,57 @@ SKIPKV_BF16_ATTR inline void TileDot(const uint16_t* const* w, const uint16_t* c
     for (int t = 0; t < NT; ++t) {
       const __m512i x0 = _mm512_maskz_loadu_epi16(m, x[t] + i);
       SKIPKV_UNROLL
-      for (int r = 0; r < NR; ++r) acc1[r][t] = Dot(acc1[r][t], w0[r], x0);
+      for (int r = 0; r < NR; ++r) acc.acc1[r][t] = Dot(acc.acc1[r][t], w0[r], x0);
     }
-  }
-  SKIPKV_UNROLL
-  for (int r = 0; r < NR; ++r) {
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) out[r * NT + t] = HSum(_mm512_add_ps(acc0[r][t], acc1[r][t]));
   }
 }
 
 template <int NR, int NT>
-SKIPKV_BF16_ATTR void Tile(const MatArgs& a, int64_t r, int64_t t0) {
+SKIPKV_BF16_ATTR inline void Store(const MatArgs& a, int64_t r, int64_t t0, const Acc<NR, NT>& acc) {
+  float out[NR * NT];
+  SKIPKV_UNROLL
+  for (int i = 0; i < NR; ++i) {
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) out[i * NT + t] = HSum(_mm512_add_ps(acc.acc0[i][t], acc.acc1[i][t]));
+  }
+  StoreTile<NR, NT>(a, r, t0, out);
+}
+
+// Rows [r, r + NR) x tokens [t0, t0 + NT): all `in` elements (k1 == 0), or
+// elements [k0, k1) with the accumulators starting at zero (k0 == 0) or from
+// `stash` (TileCacheBlock's layout) and going back there unless k1 == in.
+template <int NR, int NT>
+SKIPKV_BF16_ATTR __attribute__((noinline)) void Tile(const MatArgs& a, int64_t r, int64_t t0, int64_t k0, int64_t k1,
+                                                     float* stash) {
   const uint16_t* w[NR];
   const uint16_t* x[NT];
   RowPointers(a.w, a.w_row_bytes, r, w);
   RowPointers(a.act, a.act_row_bytes, t0, x);
-  float out[NR * NT];
-  TileDot<NR, NT>(w, x, a.in, out);
-  StoreTile<NR, NT>(a, r, t0, out);
-}
-
-template <int NR>
-SKIPKV_BF16_ATTR void TokenRange(const MatArgs& a, int64_t r, int64_t tb, int64_t te) {
-  int64_t t = tb;
-  for (; t + 4 <= te; t += 4) Tile<NR, 4>(a, r, t);
-  switch (te - t) {
-    case 3: Tile<NR, 3>(a, r, t); break;
-    case 2: Tile<NR, 2>(a, r, t); break;
-    case 1: Tile<NR, 1>(a, r, t); break;
-    default: break;
+  const bool sliced = k1 != 0;
+  Acc<NR, NT> acc;
+  const bool resume = sliced && k0 > 0;
+  SKIPKV_UNROLL
+  for (int i = 0; i < NR; ++i) {
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      acc.acc0[i][t] = acc.acc1[i][t] = _mm512_setzero_ps();
+      if (resume) {
+        const float* s = stash + i * kTileStashRow + t * 2 * kTileStashLanes;
+        acc.acc0[i][t] = _mm512_loadu_ps(s);
+        acc.acc1[i][t] = _mm512_loadu_ps(s + kTileStashLanes);
+      }
+    }
+  }
+  Span<NR, NT>(w, x, sliced ? k0 : 0, sliced ? k1 : a.in, a.in, acc);
+  if (!sliced || k1 == a.in) return Store<NR, NT>(a, r, t0, acc);
+  SKIPKV_UNROLL
+  for (int i = 0; i < NR; ++i) {
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      float* s = stash + i * kTileStashRow + t * 2 * kTileStashLanes;
+      _mm512_storeu_ps(s, acc.acc0[i][t]);
+      _mm512_storeu_ps(s + kTileStashLanes, acc.acc1[i][t]);
+    }
   }
 }
 
@@ -177,19 +206,21 @@ void ConvertActivationsToBf16(const float* x, int64_t in, uint16_t* out) {
   ConvertRow(x, in, out);
 }
 
-// Cache-blocked (ForEachCacheBlock). Fewer than 4 tokens
-// (decode): one row at a time, one sequential weight stream per thread (see
-// FloatRows in matmul.cpp); batches: rows two at a time against up to 4
-// tokens (16 accumulators), a last odd row alone.
+// Cache blocks (ForEachCacheBlock; row slices of 24) and their tiles
+// (TileCacheBlock, simd_internal.h): decode one row at a time, batches in
+// tiles of 3 rows x 4 tokens (24 accumulators), k slices of 3,072 elements
+// (4 tokens of bf16 activations in 24 KiB) where `in` is longer.
 void Bf16MatRows(const MatArgs& a, int64_t r0, int64_t r1) {
   SKIPKV_CHECK(CpuHasAvx512Bf16() && a.type == DType::kBF16);
+  constexpr int64_t kSlice = (24 << 10) / (4 * sizeof(uint16_t));
+  static_assert(kSlice % 64 == 0);
+  const auto tile = [&](auto nr, int64_t r, int64_t t, int64_t nt, int64_t k0, int64_t k1, float* stash) {
+    constexpr int NR = decltype(nr)::value;
+    WithTileTokens<4>(nt, [&](auto ntc) { Tile<NR, decltype(ntc)::value>(a, r, t, k0, k1, stash); });
+  };
   ForEachCacheBlock(a, r0, r1, 4, [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
-    int64_t r = rb;
-    if (te - tb >= 4) {
-      for (; r + 2 <= re; r += 2) TokenRange<2>(a, r, tb, te);
-    }
-    for (; r < re; ++r) TokenRange<1>(a, r, tb, te);
-  });
+    TileCacheBlock<3, 4>(a, rb, re, tb, te, kSlice, tile);
+  }, 24);
 }
 
 #else  // not x86-64 with GCC/Clang: the f32 path serves BF16 weights

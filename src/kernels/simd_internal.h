@@ -5,9 +5,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/ops.h"
 #include "tensor/dtype.h"
+#include "util/check.h"
 
 // Fully unrolls a loop over a small compile-time tile dimension (tokens,
 // rows, queries) so arrays of SIMD accumulators stay in registers; without it
@@ -15,6 +18,7 @@
 #define SKIPKV_UNROLL _Pragma("GCC unroll 16")
 
 namespace skipkv::kernels::internal {
+
 
 // Activation block for Q8_0 / Q4_0 weights: like ggml's block_q8_0 but with
 // an f32 scale (no f16 rounding of the activation scale).
@@ -98,17 +102,97 @@ inline void StoreTile(const MatArgs& a, int64_t r, int64_t t0, const float* out)
 // thread's rows: Q4_K activations at 1,536 inputs (1.7 KiB a token) spilled
 // L1 and a 128-token batch streamed the weights 4 times (Q6_K 332 -> 493,
 // AVX2 F16 86 -> 125 GFLOP/s at n = 128, BENCHMARKS.md).
+// Row slices are a multiple of `row_multiple` (a multiple of the kernel's row
+// tile, so a slice leaves no rows for slower one-row tiles).
 template <class Fn>
-inline void ForEachCacheBlock(const MatArgs& a, int64_t r0, int64_t r1, int64_t tile, Fn&& fn) {
+inline void ForEachCacheBlock(const MatArgs& a, int64_t r0, int64_t r1, int64_t tile, Fn&& fn,
+                              int64_t row_multiple = 8) {
   constexpr size_t kL1ActBytes = 24 << 10, kL2WeightBytes = 384 << 10;
   int64_t tok = static_cast<int64_t>(kL1ActBytes / a.act_row_bytes) / tile * tile;
   tok = tok < tile ? tile : (tok > 64 ? 64 : tok);
   int64_t rows = static_cast<int64_t>(kL2WeightBytes / a.w_row_bytes);
-  rows = rows < 8 ? 8 : rows / 8 * 8;
+  rows = rows < row_multiple ? row_multiple : rows / row_multiple * row_multiple;
   if (a.n <= tok) rows = r1 - r0;  // one token block: nothing to keep in L2
   for (int64_t rb = r0; rb < r1; rb += rows) {
     const int64_t re = rb + rows < r1 ? rb + rows : r1;
     for (int64_t tb = 0; tb < a.n; tb += tok) fn(rb, re, tb, tb + tok < a.n ? tb + tok : a.n);
+  }
+}
+
+// The tiles of one cache block (rows [rb, re) x tokens [tb, te), from
+// ForEachCacheBlock) for kernels whose tiles keep two vector accumulators per
+// (row, token) pair (the float and bf16 matmuls). `tile(nr, r, t, nt, k0, k1,
+// stash)` computes rows [r, r + nr) x tokens [t, t + nt), nr a
+// std::integral_constant (kRows or 1), nt <= 4: all `in` elements when
+// k1 == 0, else elements [k0, k1) with the accumulators kept in `stash`
+// (kTileStashRow floats a row, pair (r, t) at the pointer given) between
+// slices.
+// - Fewer than 4 tokens (decode): one row at a time, so each thread reads its
+//   weights as one sequential stream (two rows at a time interleave two
+//   streams that each skip every other row, and the hardware prefetcher
+//   follows them worse: F16 decode on Zen 5 went from 7.7-9.5 to 10.5-11.6
+//   tokens/s, see BENCHMARKS.md).
+// - Batches: tiles of kRows x kTokens, rows left over one at a time (against
+//   4 tokens).
+// - Where 4 tokens' activations exceed the 24 KiB share of L1 (`in` >
+//   kslice, a multiple of 2 vectors), each group of 4 tokens goes in k slices
+//   of kslice elements, every slice across all the block's rows before the
+//   next, so the tiles read activations from L1, not L2.
+// Calls fn(std::integral_constant<int, nt>) for a token count 1 <= nt <= kMax <= 4.
+template <int kMax, class Fn>
+inline void WithTileTokens(int64_t nt, Fn&& fn) {
+  SKIPKV_DCHECK(nt >= 1 && nt <= kMax);
+  if constexpr (kMax >= 4) {
+    if (nt == 4) return fn(std::integral_constant<int, 4>{});
+  }
+  if constexpr (kMax >= 3) {
+    if (nt == 3) return fn(std::integral_constant<int, 3>{});
+  }
+  if constexpr (kMax >= 2) {
+    if (nt == 2) return fn(std::integral_constant<int, 2>{});
+  }
+  fn(std::integral_constant<int, 1>{});
+}
+
+constexpr int64_t kTileStashLanes = 16;  // >= f32 lanes of any x86 target
+constexpr int64_t kTileStashRow = 4 * 2 * kTileStashLanes;
+template <int kRows, int kTokens, class Tile>
+inline void TileCacheBlock(const MatArgs& a, int64_t rb, int64_t re, int64_t tb, int64_t te, int64_t kslice,
+                           Tile&& tile) {
+  using Rows = std::integral_constant<int, kRows>;
+  using One = std::integral_constant<int, 1>;
+  const auto tokens = [&](auto nr, int64_t r, int64_t t0, int64_t t1, int64_t nt_max, int64_t k0, int64_t k1,
+                          float* stash) {
+    for (int64_t t = t0; t < t1;) {
+      const int64_t nt = nt_max < t1 - t ? nt_max : t1 - t;
+      tile(nr, r, t, nt, k0, k1, stash == nullptr ? nullptr : stash + (t - t0) * 2 * kTileStashLanes);
+      t += nt;
+    }
+  };
+  if (te - tb < 4) {
+    for (int64_t r = rb; r < re; ++r) tokens(One{}, r, tb, te, 4, 0, 0, nullptr);
+    return;
+  }
+  if (a.in <= kslice) {
+    int64_t r = rb;
+    for (; r + kRows <= re; r += kRows) tokens(Rows{}, r, tb, te, kTokens, 0, 0, nullptr);
+    for (; r < re; ++r) tokens(One{}, r, tb, te, 4, 0, 0, nullptr);
+    return;
+  }
+  thread_local std::vector<float> stash;
+  if (stash.size() < static_cast<size_t>((re - rb) * kTileStashRow)) {
+    stash.resize(static_cast<size_t>((re - rb) * kTileStashRow));
+  }
+  for (int64_t tq = tb; tq < te; tq += 4) {
+    const int64_t tq_end = tq + 4 < te ? tq + 4 : te;
+    for (int64_t k0 = 0; k0 < a.in; k0 += kslice) {
+      const int64_t k1 = k0 + kslice < a.in ? k0 + kslice : a.in;
+      int64_t r = rb;
+      for (; r + kRows <= re; r += kRows) {
+        tokens(Rows{}, r, tq, tq_end, kTokens, k0, k1, stash.data() + (r - rb) * kTileStashRow);
+      }
+      for (; r < re; ++r) tokens(One{}, r, tq, tq_end, 4, k0, k1, stash.data() + (r - rb) * kTileStashRow);
+    }
   }
 }
 
