@@ -43,15 +43,15 @@ namespace hn = hwy::HWY_NAMESPACE;
 // claims to change it. Without it GCC and Clang fold a load that feeds several
 // FMAs into each of them as a memory operand, so a tile of NR rows x NT tokens
 // loads every activation vector NR times instead of once and is bound by the
-// load ports, not the FMAs (F16 8960x1536 n=128 on Zen 5: 2 x 4 tiles 90 ->
-// 141 GFLOP/s a core, see BENCHMARKS.md). A no-op where the constraint is unknown.
+// load ports, not the FMAs (a standalone probe of F16 2 x 4 tiles on Zen 5:
+// 90 -> 141 GFLOP/s a core). A no-op where the constraint is unknown.
 // Defined per target (inside HWY_BEFORE_NAMESPACE) so Clang accepts a 256-
 // or 512-bit register constraint.
 template <class V>
 HWY_INLINE void KeepInRegister(V& v) {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
   using Raw = decltype(v.raw);
-  if constexpr (sizeof(Raw) >= 16 && !std::is_array_v<Raw>) {  // SIMD registers only, not scalars or emulated arrays
+  if constexpr (sizeof(Raw) >= 16 && !std::is_array_v<Raw>) {  // SIMD registers, not emulated arrays
     auto raw = v.raw;  // a local: Clang 14 cannot tie a member operand
     asm("" : "+v"(raw));
     v.raw = raw;
@@ -272,17 +272,17 @@ HWY_INLINE void FloatTileStore(const MatArgs& a, int64_t r, int64_t t0, const Fl
   SKIPKV_UNROLL
   for (int i = 0; i < NR; ++i) {
     SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) out[i * NT + t] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc.acc0[i][t], acc.acc1[i][t])));
+    for (int t = 0; t < NT; ++t) {
+      out[i * NT + t] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc.acc0[i][t], acc.acc1[i][t])));
+    }
   }
   StoreTile<NR, NT>(a, r, t0, out);
 }
 
 static_assert(hn::MaxLanes(hn::ScalableTag<float>()) <= kTileStashLanes);
 
-// Rows [r, r + NR) x tokens [t0, t0 + NT): all `in` elements (k1 == 0), or
-// elements [k0, k1) with the accumulators starting at zero (k0 == 0) or from
-// `stash` (pointing at pair (r, t0); TileCacheBlock's layout) and going back
-// there unless k1 == in, where the results are stored.
+// Elements [k0, k1) of rows [r, r + NR) x tokens [t0, t0 + NT), with the
+// accumulators in `stash` between k slices (TileCacheBlock's contract).
 template <int NR, int NT, class WT>
 HWY_NOINLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0, int64_t k0, int64_t k1, float* stash) {
   const WT* w[NR];
@@ -290,27 +290,23 @@ HWY_NOINLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0, int64_t k0,
   RowPointers(a.w, a.w_row_bytes, r, w);
   RowPointers(a.act, a.act_row_bytes, t0, x);
   const hn::ScalableTag<float> df;
-  const bool sliced = k1 != 0, resume = sliced && k0 > 0;
   FloatAcc<NR, NT> acc;
   SKIPKV_UNROLL
   for (int i = 0; i < NR; ++i) {
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
-      acc.acc0[i][t] = acc.acc1[i][t] = hn::Zero(df);
-      if (resume) {
-        const float* s = stash + i * kTileStashRow + t * 2 * kTileStashLanes;
-        acc.acc0[i][t] = hn::LoadU(df, s);
-        acc.acc1[i][t] = hn::LoadU(df, s + kTileStashLanes);
-      }
+      const float* s = k0 > 0 ? TileStashPair(stash, i, t) : nullptr;
+      acc.acc0[i][t] = s != nullptr ? hn::LoadU(df, s) : hn::Zero(df);
+      acc.acc1[i][t] = s != nullptr ? hn::LoadU(df, s + kTileStashLanes) : hn::Zero(df);
     }
   }
-  FloatTileSpan<NR, NT, WT>(w, x, sliced ? k0 : 0, sliced ? k1 : a.in, a.in, acc);
-  if (!sliced || k1 == a.in) return FloatTileStore<NR, NT>(a, r, t0, acc);
+  FloatTileSpan<NR, NT, WT>(w, x, k0, k1, a.in, acc);
+  if (k1 == a.in) return FloatTileStore<NR, NT>(a, r, t0, acc);
   SKIPKV_UNROLL
   for (int i = 0; i < NR; ++i) {
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
-      float* s = stash + i * kTileStashRow + t * 2 * kTileStashLanes;
+      float* s = TileStashPair(stash, i, t);
       hn::StoreU(acc.acc0[i][t], df, s);
       hn::StoreU(acc.acc1[i][t], df, s + kTileStashLanes);
     }
@@ -333,7 +329,8 @@ void FloatRows(const MatArgs& a, int64_t r0, int64_t r1) {
   const int64_t kslice = std::max<int64_t>(two_n, (24 << 10) / (4 * sizeof(float)) / two_n * two_n);
   const auto tile = [&](auto nr, int64_t r, int64_t t, int64_t nt, int64_t k0, int64_t k1, float* stash) {
     constexpr int NR = decltype(nr)::value;
-    WithTileTokens<NR == 1 ? 4 : kTokens>(nt, [&](auto ntc) { FloatTile<NR, decltype(ntc)::value, WT>(a, r, t, k0, k1, stash); });
+    WithTileTokens<NR == 1 ? 4 : kTokens>(
+        nt, [&](auto ntc) { FloatTile<NR, decltype(ntc)::value, WT>(a, r, t, k0, k1, stash); });
   };
   ForEachCacheBlock(a, r0, r1, 4, [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
     TileCacheBlock<kRows, kTokens>(a, rb, re, tb, te, kslice, tile);

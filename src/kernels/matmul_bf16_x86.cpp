@@ -146,38 +146,32 @@ SKIPKV_BF16_ATTR inline void Store(const MatArgs& a, int64_t r, int64_t t0, cons
   StoreTile<NR, NT>(a, r, t0, out);
 }
 
-// Rows [r, r + NR) x tokens [t0, t0 + NT): all `in` elements (k1 == 0), or
-// elements [k0, k1) with the accumulators starting at zero (k0 == 0) or from
-// `stash` (TileCacheBlock's layout) and going back there unless k1 == in.
+// Elements [k0, k1) of rows [r, r + NR) x tokens [t0, t0 + NT), with the
+// accumulators in `stash` between k slices (TileCacheBlock's contract).
 template <int NR, int NT>
-SKIPKV_BF16_ATTR __attribute__((noinline)) void Tile(const MatArgs& a, int64_t r, int64_t t0, int64_t k0, int64_t k1,
-                                                     float* stash) {
+SKIPKV_BF16_ATTR __attribute__((noinline)) void Tile(const MatArgs& a, int64_t r, int64_t t0, int64_t k0,
+                                                     int64_t k1, float* stash) {
   const uint16_t* w[NR];
   const uint16_t* x[NT];
   RowPointers(a.w, a.w_row_bytes, r, w);
   RowPointers(a.act, a.act_row_bytes, t0, x);
-  const bool sliced = k1 != 0;
   Acc<NR, NT> acc;
-  const bool resume = sliced && k0 > 0;
   SKIPKV_UNROLL
   for (int i = 0; i < NR; ++i) {
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
-      acc.acc0[i][t] = acc.acc1[i][t] = _mm512_setzero_ps();
-      if (resume) {
-        const float* s = stash + i * kTileStashRow + t * 2 * kTileStashLanes;
-        acc.acc0[i][t] = _mm512_loadu_ps(s);
-        acc.acc1[i][t] = _mm512_loadu_ps(s + kTileStashLanes);
-      }
+      const float* s = k0 > 0 ? TileStashPair(stash, i, t) : nullptr;
+      acc.acc0[i][t] = s != nullptr ? _mm512_loadu_ps(s) : _mm512_setzero_ps();
+      acc.acc1[i][t] = s != nullptr ? _mm512_loadu_ps(s + kTileStashLanes) : _mm512_setzero_ps();
     }
   }
-  Span<NR, NT>(w, x, sliced ? k0 : 0, sliced ? k1 : a.in, a.in, acc);
-  if (!sliced || k1 == a.in) return Store<NR, NT>(a, r, t0, acc);
+  Span<NR, NT>(w, x, k0, k1, a.in, acc);
+  if (k1 == a.in) return Store<NR, NT>(a, r, t0, acc);
   SKIPKV_UNROLL
   for (int i = 0; i < NR; ++i) {
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
-      float* s = stash + i * kTileStashRow + t * 2 * kTileStashLanes;
+      float* s = TileStashPair(stash, i, t);
       _mm512_storeu_ps(s, acc.acc0[i][t]);
       _mm512_storeu_ps(s + kTileStashLanes, acc.acc1[i][t]);
     }

@@ -19,7 +19,6 @@
 
 namespace skipkv::kernels::internal {
 
-
 // Activation block for Q8_0 / Q4_0 weights: like ggml's block_q8_0 but with
 // an f32 scale (no f16 rounding of the activation scale).
 // value = qs[i] * d, qs in [-127, 127] (never -128: the sign trick needs it).
@@ -119,25 +118,6 @@ inline void ForEachCacheBlock(const MatArgs& a, int64_t r0, int64_t r1, int64_t 
   }
 }
 
-// The tiles of one cache block (rows [rb, re) x tokens [tb, te), from
-// ForEachCacheBlock) for kernels whose tiles keep two vector accumulators per
-// (row, token) pair (the float and bf16 matmuls). `tile(nr, r, t, nt, k0, k1,
-// stash)` computes rows [r, r + nr) x tokens [t, t + nt), nr a
-// std::integral_constant (kRows or 1), nt <= 4: all `in` elements when
-// k1 == 0, else elements [k0, k1) with the accumulators kept in `stash`
-// (kTileStashRow floats a row, pair (r, t) at the pointer given) between
-// slices.
-// - Fewer than 4 tokens (decode): one row at a time, so each thread reads its
-//   weights as one sequential stream (two rows at a time interleave two
-//   streams that each skip every other row, and the hardware prefetcher
-//   follows them worse: F16 decode on Zen 5 went from 7.7-9.5 to 10.5-11.6
-//   tokens/s, see BENCHMARKS.md).
-// - Batches: tiles of kRows x kTokens, rows left over one at a time (against
-//   4 tokens).
-// - Where 4 tokens' activations exceed the 24 KiB share of L1 (`in` >
-//   kslice, a multiple of 2 vectors), each group of 4 tokens goes in k slices
-//   of kslice elements, every slice across all the block's rows before the
-//   next, so the tiles read activations from L1, not L2.
 // Calls fn(std::integral_constant<int, nt>) for a token count 1 <= nt <= kMax <= 4.
 template <int kMax, class Fn>
 inline void WithTileTokens(int64_t nt, Fn&& fn) {
@@ -156,6 +136,31 @@ inline void WithTileTokens(int64_t nt, Fn&& fn) {
 
 constexpr int64_t kTileStashLanes = 16;  // >= f32 lanes of any x86 target
 constexpr int64_t kTileStashRow = 4 * 2 * kTileStashLanes;
+// The saved accumulators (acc0, then acc1, kTileStashLanes floats each) of
+// pair (row i, token t) of a tile whose pair (0, 0) is at `stash`.
+inline float* TileStashPair(float* stash, int i, int t) {
+  return stash + i * kTileStashRow + t * 2 * kTileStashLanes;
+}
+
+// The tiles of one cache block (rows [rb, re) x tokens [tb, te), from
+// ForEachCacheBlock) for kernels whose tiles keep two vector accumulators per
+// (row, token) pair (the float and bf16 matmuls). `tile(nr, r, t, nt, k0, k1,
+// stash)` computes elements [k0, k1) of rows [r, r + nr) x tokens [t, t + nt),
+// nr a std::integral_constant (kRows or 1), nt <= 4. Its accumulators start
+// at zero when k0 == 0, else from `stash` (TileStashPair), and the results
+// are stored when k1 == in, else the accumulators go back to `stash`; an
+// unsliced tile gets [0, in) and no stash.
+// - Fewer than 4 tokens (decode): one row at a time, so each thread reads its
+//   weights as one sequential stream (two rows at a time interleave two
+//   streams that each skip every other row, and the hardware prefetcher
+//   follows them worse: F16 decode on Zen 5 went from 7.7-9.5 to 10.5-11.6
+//   tokens/s, see BENCHMARKS.md).
+// - Batches: tiles of kRows x kTokens, rows left over one at a time (against
+//   4 tokens).
+// - Where 4 tokens' activations exceed the 24 KiB share of L1 (`in` >
+//   kslice, a multiple of 2 vectors), each group of 4 tokens goes in k slices
+//   of kslice elements, every slice across all the block's rows before the
+//   next, so the tiles read activations from L1, not L2.
 template <int kRows, int kTokens, class Tile>
 inline void TileCacheBlock(const MatArgs& a, int64_t rb, int64_t re, int64_t tb, int64_t te, int64_t kslice,
                            Tile&& tile) {
@@ -165,18 +170,19 @@ inline void TileCacheBlock(const MatArgs& a, int64_t rb, int64_t re, int64_t tb,
                           float* stash) {
     for (int64_t t = t0; t < t1;) {
       const int64_t nt = nt_max < t1 - t ? nt_max : t1 - t;
-      tile(nr, r, t, nt, k0, k1, stash == nullptr ? nullptr : stash + (t - t0) * 2 * kTileStashLanes);
+      float* pair = stash == nullptr ? nullptr : TileStashPair(stash, 0, static_cast<int>(t - t0));
+      tile(nr, r, t, nt, k0, k1, pair);
       t += nt;
     }
   };
   if (te - tb < 4) {
-    for (int64_t r = rb; r < re; ++r) tokens(One{}, r, tb, te, 4, 0, 0, nullptr);
+    for (int64_t r = rb; r < re; ++r) tokens(One{}, r, tb, te, 4, 0, a.in, nullptr);
     return;
   }
   if (a.in <= kslice) {
     int64_t r = rb;
-    for (; r + kRows <= re; r += kRows) tokens(Rows{}, r, tb, te, kTokens, 0, 0, nullptr);
-    for (; r < re; ++r) tokens(One{}, r, tb, te, 4, 0, 0, nullptr);
+    for (; r + kRows <= re; r += kRows) tokens(Rows{}, r, tb, te, kTokens, 0, a.in, nullptr);
+    for (; r < re; ++r) tokens(One{}, r, tb, te, 4, 0, a.in, nullptr);
     return;
   }
   thread_local std::vector<float> stash;

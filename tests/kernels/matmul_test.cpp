@@ -167,8 +167,8 @@ TEST_P(MatMulTest, DeterministicAcrossThreadsAndTiles) {
 // One batch of n tokens through a 1-thread and a `threads`-thread pool: bit
 // for bit the same, equal to the oracle on the quantised activations, and
 // token t (every `mv_step`-th) equal, bit for bit, to a lone MatVec of x[t].
-void ExpectBatchMatchesOracleAndMatVec(DType t, int64_t in, int64_t rows, int64_t n, int threads, uint32_t seed,
-                                       int64_t mv_step) {
+void ExpectBatchMatchesOracleAndMatVec(DType t, int64_t in, int64_t rows, int64_t n, int threads,
+                                       uint32_t seed, int64_t mv_step) {
   SCOPED_TRACE(DTypeName(t));
   ThreadPool p1(1), pn(threads);
   const Weights w = MakeWeights(t, in, rows, seed);
@@ -218,7 +218,9 @@ TEST_P(MatMulTest, CacheBlockedBatchesMatchReferenceAndMatVec) {
 // 2 rows left over; n = 6 gives a group of 4 tokens and one of 2. Checked
 // against a 3-thread run, the oracle and lone MatVecs of every token.
 TEST_P(MatMulTest, KSlicedBatchesMatchReferenceAndMatVec) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) ExpectBatchMatchesOracleAndMatVec(t, 3237, 50, 6, 3, 31, 1);
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+    ExpectBatchMatchesOracleAndMatVec(t, 3237, 50, 6, 3, 31, 1);
+  }
 }
 
 // BF16 weights: bf16 dot products exactly where the CPU has AVX512_BF16 and
