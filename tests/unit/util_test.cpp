@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <future>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -79,6 +83,82 @@ TEST(ThreadPool, ManySmallLoopsDoNotDeadlock) {
   std::atomic<int64_t> sum{0};
   for (int i = 0; i < 5000; ++i) pool.Run(3, [&](int64_t t, int) { sum.fetch_add(t + 1); });
   EXPECT_EQ(sum.load(), 5000 * 6);
+}
+
+// A worker that has not woken up when the other threads have claimed every
+// task -- held back here by the test seam, as a neighbouring process that
+// preempts it would -- is not waited for, and when it does wake it takes
+// nothing from the finished loop. (A pool that waited for every worker to
+// check in would still be inside Run when the 20 s deadline passes.)
+TEST(ThreadPool, DoesNotWaitForAWorkerThatHasNotWoken) {
+  ThreadPool pool(2);
+  std::mutex m;
+  std::condition_variable cv;
+  bool released = false;
+  std::atomic<int> wakes{0};
+  pool.SetWorkerWakeHookForTest([&](int) {
+    if (wakes.fetch_add(1) != 0) return;  // hold the first wake-up only
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return released; });
+  });
+  constexpr int64_t kTasks = 64;
+  std::vector<std::atomic<int>> hits(kTasks);
+  std::atomic<int> by_held_worker{0};
+  auto run = std::async(std::launch::async, [&] {
+    pool.Run(kTasks, [&](int64_t t, int worker) {
+      hits[t].fetch_add(1);
+      if (worker == 1) by_held_worker.fetch_add(1);
+    });
+  });
+  const bool returned = run.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  {
+    std::lock_guard<std::mutex> lock(m);
+    released = true;
+  }
+  cv.notify_all();
+  run.wait();
+  EXPECT_TRUE(returned) << "Run waited for a worker that held no task";
+  EXPECT_EQ(by_held_worker.load(), 0);
+  for (int64_t t = 0; t < kTasks; ++t) EXPECT_EQ(hits[t].load(), 1) << "task " << t;
+  // The released worker joins later loops, which still run every task once.
+  std::atomic<int64_t> sum{0};
+  std::atomic<int> by_worker1{0};
+  for (int i = 0; i < 300; ++i) {
+    pool.Run(8, [&](int64_t t, int worker) {
+      sum.fetch_add(t + 1);
+      if (worker == 1) by_worker1.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(5));
+    });
+  }
+  EXPECT_EQ(sum.load(), 300 * 36);
+  EXPECT_GT(by_worker1.load(), 0) << "the released worker never ran a task";
+}
+
+// Workers woken late by random amounts (the seam sleeps 0-300 us) overlap the
+// next loops; each task of each loop still runs exactly once, with its own
+// loop's function.
+TEST(ThreadPool, LateWorkersNeverRunAnotherLoopsTask) {
+  for (int threads : {2, 4}) {
+    ThreadPool pool(threads);
+    std::atomic<uint32_t> rng{12345};
+    pool.SetWorkerWakeHookForTest([&](int) {
+      const uint32_t r = rng.fetch_add(2654435761u) >> 16;
+      if (r % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(r % 300));
+    });
+    constexpr int kLoops = 400;
+    std::vector<std::vector<std::atomic<int>>> hits(kLoops);
+    for (int loop = 0; loop < kLoops; ++loop) {
+      const int64_t n = 1 + loop % 13;
+      hits[loop] = std::vector<std::atomic<int>>(n);
+      pool.Run(n, [&, loop](int64_t t, int) { hits[loop][t].fetch_add(1); });
+      for (int64_t t = 0; t < n; ++t) ASSERT_EQ(hits[loop][t].load(), 1) << "loop " << loop << " task " << t;
+    }
+    // Let stragglers of the last loop wake; they must find nothing to run.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    for (int loop = 0; loop < kLoops; ++loop) {
+      for (size_t t = 0; t < hits[loop].size(); ++t) EXPECT_EQ(hits[loop][t].load(), 1);
+    }
+  }
 }
 
 TEST(Fp16, ExactValuesRoundTrip) {
