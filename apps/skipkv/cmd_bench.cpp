@@ -20,6 +20,7 @@
 
 #include "bench_subcommands.h"
 #include "command_registry.h"
+#include "engine_options.h"
 #include "method_flags.h"
 #include "skipkv/bench.h"
 #include "skipkv/method_args.h"
@@ -34,6 +35,7 @@ struct BenchOptions {
   int n_gen = 128;
   int repetitions = 3;
   std::string kv_type = "f16";
+  std::string weights = "auto";
   std::vector<int> batches;  // batched decode: batch sizes
   std::vector<int> depths;   // batched decode: context depths
   int decode_steps = 8;
@@ -98,7 +100,12 @@ int RunBench(const BenchOptions& o) {
   }
   const KvPolicyConfig& kv_config = o.method.kv;
   const KvDType kv = o.kv_type == "f32" ? KvDType::kF32 : KvDType::kF16;
-  auto opened = ForwardBench::Open(o.model, kv, kv_config);
+  StatusOr<FileLoad> weights = ParseFileLoad(o.weights);
+  if (!weights.ok()) {
+    std::fprintf(stderr, "skipkv bench: %s\n", weights.status().message().c_str());
+    return 2;
+  }
+  auto opened = ForwardBench::Open(o.model, kv, kv_config, *weights);
   if (!opened.ok()) {
     const bool config = opened.status().code() == StatusCode::kInvalidArgument;
     std::fprintf(stderr, "skipkv bench: %s\n",
@@ -115,9 +122,9 @@ int RunBench(const BenchOptions& o) {
   const size_t weight_bytes = fb.weight_bytes();
   const size_t decode_bytes = fb.decode_weight_bytes();
   const std::string name = o.model.substr(o.model.find_last_of('/') + 1);
-  std::printf("model: %s (%s)\nweights: %s (%.3f GB read per decode step), %.2f B params, SIMD target %s, KV %s\n",
+  std::printf("model: %s (%s)\nweights: %s (%.3f GB read per decode step), %.2f B params, %s, SIMD target %s, KV %s\n",
               name.c_str(), fb.ModelDescription().c_str(), HumanBytes(weight_bytes).c_str(), decode_bytes / 1e9,
-              fb.parameters() / 1e9, ForwardBench::SimdTarget(), o.kv_type.c_str());
+              fb.parameters() / 1e9, fb.WeightsLoad().c_str(), ForwardBench::SimdTarget(), o.kv_type.c_str());
   // The bandwidth limit tg<N> is held against: --stream-gbs, or measured
   // once per thread count before any test (3 x 256 MiB, ~1 s).
   std::map<int, double> stream;  // threads -> GB/s, when measured
@@ -216,7 +223,8 @@ int RunBench(const BenchOptions& o) {
                           {"kv_interval", kv_config.interval},           {"kv_bytes", s.kv_bytes},
                           {"compress_share", s.compress_share},          {"sentence_share", s.sentence_share},
                           {"redundant_sentences", s.redundant_sentences}, {"penalized_evicted", s.penalized_evicted},
-                          {"cv", s.Cv()},                                {"decode_weight_bytes", decode_bytes}};
+                          {"cv", s.Cv()},                                {"decode_weight_bytes", decode_bytes},
+                          {"weights_load", fb.WeightsLoad()}};
       if (s.decode_gbs > 0) {
         j["decode_gbs"] = s.decode_gbs;
         j["stream_gbs"] = s.stream_gbs;
@@ -247,6 +255,7 @@ CommandRegistrar reg(
       sub.add_option("-r,--repetitions", o->repetitions, "Timed repetitions per test (after one warm-up)")
           ->capture_default_str();
       sub.add_option("--kv-type", o->kv_type, "KV cache element type: f16 or f32")->capture_default_str();
+      AddWeightsOption(sub, &o->weights);
       sub.add_option("-b,--batch", o->batches, "Batched decode: batch sizes, e.g. 1,4,8,16")->delimiter(',');
       sub.add_option("-d,--depth", o->depths,
                      "Batched decode: context depths, e.g. 512,4096 (caches filled directly)")

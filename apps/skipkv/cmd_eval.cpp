@@ -111,6 +111,7 @@ struct SweepOptions {
   std::string tokenizer;
   int threads = 0;
   std::string kv_type = "f16";
+  std::string weights = "auto";
   int n_ubatch = 512;
   int64_t n_ctx = 0;
   std::string dataset;
@@ -198,7 +199,7 @@ int RunSweepCommand(SweepOptions& o) {
           c.pairs[i].method.kv.budget == c.pairs[j].method.kv.budget)
         return Fail("method '" + c.pairs[i].method.name + "' is listed twice");
 
-  auto eo = CommonEngineOptions(o.model, o.tokenizer, o.threads, o.kv_type, o.n_ubatch);
+  auto eo = CommonEngineOptions(o.model, o.tokenizer, o.threads, o.kv_type, o.n_ubatch, o.weights);
   if (!eo.ok()) return Fail(eo.status().message());
   eo->kv.pad_policy = o.method.kv.pad_policy;
   eo->batch_size = o.batch_size;
@@ -257,6 +258,7 @@ CommandRegistrar reg(
       sub.add_option("--tokenizer", o->tokenizer,
                      "llama2.c models: tokenizer.bin (default: beside the model)");
       sub.add_option("-t,--threads", o->threads, "Worker threads (0 = all cores)")->capture_default_str();
+      AddWeightsOption(sub, &o->weights);
       sub.add_option("--kv-type", o->kv_type, "KV cache element type: f16 or f32")->capture_default_str();
       sub.add_option("--ubatch", o->n_ubatch, "Prefill chunk per sequence per forward")
           ->capture_default_str();

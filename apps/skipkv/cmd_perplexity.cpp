@@ -24,6 +24,7 @@ struct PplOptions {
   bool no_bos = false;
   int threads = 0;
   std::string kv_type = "f16";
+  std::string weights = "auto";
   int n_ubatch = 512;
   bool json = false;
 };
@@ -37,7 +38,7 @@ int RunPerplexity(const PplOptions& o) {
   std::ifstream in(o.file, std::ios::binary);
   if (!in) return Fail("cannot open text file '" + o.file + "'");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto common = CommonEngineOptions(o.model, o.tokenizer, o.threads, o.kv_type, o.n_ubatch);
+  auto common = CommonEngineOptions(o.model, o.tokenizer, o.threads, o.kv_type, o.n_ubatch, o.weights);
   if (!common.ok()) return Fail(common.status().message());
   EngineOptions eo = *common;
   auto engine = Engine::Create(eo);
@@ -80,6 +81,7 @@ CommandRegistrar reg("perplexity", "Chunked perplexity of a text file (mean NLL 
   sub.add_option("--chunks", o->ppl.max_windows, "Score at most this many windows (0 = all)")->capture_default_str();
   sub.add_flag("--no-bos", o->no_bos, "Do not start every window with BOS");
   sub.add_option("-t,--threads", o->threads, "Worker threads (0 = all cores)")->capture_default_str();
+  AddWeightsOption(sub, &o->weights);
   sub.add_option("--kv-type", o->kv_type, "KV cache element type: f16 or f32")->capture_default_str();
   sub.add_option("--ubatch", o->n_ubatch, "Tokens per sequence per forward")->capture_default_str();
   sub.add_flag("--json", o->json, "Print the result as one JSON line");

@@ -37,6 +37,7 @@ struct RunOptions {
   bool ignore_eos = false;
   int threads = 0;
   std::string kv_type = "f16";
+  std::string weights = "auto";
   MethodConfig method;  // every request's method: name (--method seal), kv, steer
   MethodFlags method_flags;  // the flags of `method`'s declared parameters (skipkv/method_args.h)
   int batch_size = 0;
@@ -176,7 +177,7 @@ void PrintSummary(const GenerationResult& r, size_t n_requests) {
 }
 
 int RunGenerate(RunOptions o) {
-  auto common = CommonEngineOptions(o.model, o.tokenizer, o.threads, o.kv_type, o.n_ubatch);
+  auto common = CommonEngineOptions(o.model, o.tokenizer, o.threads, o.kv_type, o.n_ubatch, o.weights);
   if (!common.ok()) return Fail(common.status().message());
   EngineOptions eo = *common;
   eo.kv = o.method.kv;
@@ -301,6 +302,7 @@ CommandRegistrar reg("run", "Generate text (streams tokens; default: a story fro
   sub.add_option("--stop", o->stop, "Stop when this text appears (repeatable; the text is cut before it)");
   sub.add_flag("--ignore-eos", o->ignore_eos, "Keep generating through end-of-generation tokens");
   sub.add_option("-t,--threads", o->threads, "Worker threads (0 = all cores)")->capture_default_str();
+  AddWeightsOption(sub, &o->weights);
   sub.add_option("--kv-type", o->kv_type, "KV cache element type: f16 or f32")->capture_default_str();
   o->method_flags.Add(sub, &o->method, kArgRun, /*run_extras=*/true);
   sub.add_option("--batch-size", o->batch_size,

@@ -25,6 +25,7 @@ struct ServeOptions {
   std::string tokenizer;
   int threads = 0;
   std::string kv_type = "f16";
+  std::string weights = "auto";
   int n_ubatch = 512;
   int64_t n_ctx = 0;
   std::string chat_template = "auto";
@@ -44,7 +45,7 @@ int Fail(const std::string& msg) {
 
 int RunServe(ServeOptions& o) {
   if (Status st = o.method_flags.FinishKv(); !st.ok()) return Fail(st.message());
-  auto common = CommonEngineOptions(o.model, o.tokenizer, o.threads, o.kv_type, o.n_ubatch);
+  auto common = CommonEngineOptions(o.model, o.tokenizer, o.threads, o.kv_type, o.n_ubatch, o.weights);
   if (!common.ok()) return Fail(common.status().message());
   EngineOptions eo = *common;
   eo.kv = o.method.kv;
@@ -139,6 +140,7 @@ CommandRegistrar reg("serve", "OpenAI-compatible HTTP server with per-request KV
   sub.add_flag("--no-mix", o->no_mix,
                "Alternate prefill and decode steps instead of mixing them in one forward");
   sub.add_option("-t,--threads", o->threads, "Worker threads (0 = all cores)")->capture_default_str();
+  AddWeightsOption(sub, &o->weights);
   sub.add_option("--kv-type", o->kv_type, "KV cache element type: f16 or f32")->capture_default_str();
   // The default method's --kv-policy, --kv-budget, ... and the default steering vector
   // (--steer, --steer-layer, strengths): requests choose steering by preset (seal, skipkv, ...).

@@ -52,8 +52,9 @@ class ForwardBench {
   // = the embedded one) and checks `kv` (ValidateKvPolicyConfig); a policy
   // that uses sentences also builds its token sets from the model's
   // tokenizer. Errors name the file or the field.
+  // `weights`: how the weight files reach memory (EngineOptions::weights).
   static StatusOr<std::unique_ptr<ForwardBench>> Open(const std::string& model_path, KvDType kv_type,
-                                                      const KvPolicyConfig& kv);
+                                                      const KvPolicyConfig& kv, FileLoad weights = FileLoad::kAuto);
   ~ForwardBench();
 
   // Worker threads of the following calls (ResolveThreadCount's range; 0 =
@@ -69,6 +70,7 @@ class ForwardBench {
 
   // For the report header.
   std::string ModelDescription() const;  // ModelConfig::ToString()
+  std::string WeightsLoad() const;       // "read into memory (huge pages advised)", "mapped", ...
   size_t weight_bytes() const;           // bytes of all tensors of the file
   // Bytes of weights one decode step reads: every tensor but the token
   // embedding table, of which a step gathers one row, unless that table is

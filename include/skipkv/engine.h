@@ -25,6 +25,7 @@
 #include "skipkv/method.h"
 #include "skipkv/sampling.h"
 #include "skipkv/sequence_hooks.h"
+#include "util/mapped_file.h"  // FileLoad (re-exported)
 #include "util/status.h"
 
 namespace skipkv {
@@ -38,6 +39,11 @@ struct EngineOptions {
   // llama2.c checkpoints only: tokenizer.bin (empty = look beside the model).
   std::string tokenizer_path;
   int threads = 0;                 // worker threads; 0 = all hardware threads (range: ResolveThreadCount)
+  // How the weight files reach memory (util/mapped_file.h): kAuto reads them
+  // into anonymous memory with huge pages advised when they fit in 3/4 of
+  // MemAvailable (decode is faster and steadier: fewer TLB misses), else maps
+  // them; kMap always maps (no copy, page cache shared between processes).
+  FileLoad weights = FileLoad::kAuto;
   KvDType kv_type = KvDType::kF16; // element type of cached K/V
   // The default method's KV configuration (policy, budget, window, interval,
   // skipkv fields), and the engine-wide pad policy and trace of every method.

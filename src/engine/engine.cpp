@@ -69,7 +69,7 @@ StatusOr<std::unique_ptr<Engine::Impl>> Engine::Impl::Create(const EngineOptions
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   const std::string path = options.model_path.empty() ? std::string(kEmbeddedModelPath) : options.model_path;
-  SKIPKV_ASSIGN_OR_RETURN(std::unique_ptr<ModelSource> src, OpenModel(path, options.tokenizer_path));
+  SKIPKV_ASSIGN_OR_RETURN(std::unique_ptr<ModelSource> src, OpenModel(path, options.tokenizer_path, options.weights));
   impl->source = std::shared_ptr<const ModelSource>(std::move(src));
   SKIPKV_ASSIGN_OR_RETURN(impl->model, Model::Load(impl->source));
   SKIPKV_ASSIGN_OR_RETURN(impl->tokenizer, Tokenizer::FromModelSource(*impl->source));
@@ -112,8 +112,9 @@ StatusOr<std::unique_ptr<Engine::Impl>> Engine::Impl::Create(const EngineOptions
   info.bos = impl->tokenizer->bos();
   info.eos = impl->tokenizer->eos();
   info.chat_template = ChatTemplateKindName(impl->chat_template);
-  SKIPKV_LOG_INFO("engine: %s (%s), %d threads, kv %s budget %lld", info.name.c_str(), info.description.c_str(),
-                  threads, options.kv.policy.c_str(), static_cast<long long>(options.kv.budget));
+  SKIPKV_LOG_INFO("engine: %s (%s), %d threads, kv %s budget %lld, weights %s", info.name.c_str(),
+                  info.description.c_str(), threads, options.kv.policy.c_str(),
+                  static_cast<long long>(options.kv.budget), WeightsLoadDescription(*impl->source).c_str());
   return impl;
 }
 

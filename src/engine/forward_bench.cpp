@@ -249,10 +249,10 @@ ForwardBench::ForwardBench(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 ForwardBench::~ForwardBench() = default;
 
 StatusOr<std::unique_ptr<ForwardBench>> ForwardBench::Open(const std::string& model_path, KvDType kv_type,
-                                                           const KvPolicyConfig& kv) {
+                                                           const KvPolicyConfig& kv, FileLoad weights) {
   SKIPKV_RETURN_IF_ERROR(ValidateKvPolicyConfig(kv));
   auto impl = std::make_unique<Impl>();
-  SKIPKV_ASSIGN_OR_RETURN(auto src, OpenModel(model_path));
+  SKIPKV_ASSIGN_OR_RETURN(auto src, OpenModel(model_path, "", weights));
   impl->source = std::shared_ptr<const ModelSource>(std::move(src));
   SKIPKV_ASSIGN_OR_RETURN(impl->model, Model::Load(impl->source));
   impl->kv_type = kv_type;
@@ -289,6 +289,7 @@ StatusOr<BenchResult> ForwardBench::Decode(int n_seqs, int depth, int steps, boo
 }
 
 std::string ForwardBench::ModelDescription() const { return impl_->model->config().ToString(); }
+std::string ForwardBench::WeightsLoad() const { return WeightsLoadDescription(*impl_->source); }
 
 size_t ForwardBench::weight_bytes() const {
   size_t b = 0;

@@ -95,11 +95,11 @@ class GgufMetadata {
   std::map<std::string, size_t> index_;
 };
 
-// A validated, memory-mapped GGUF file. TensorViews point into the mapping
-// and stay valid while the GgufFile lives.
+// A validated GGUF file, mapped or read into memory (util/mapped_file.h).
+// TensorViews point into it and stay valid while the GgufFile lives.
 class GgufFile {
  public:
-  static StatusOr<std::unique_ptr<GgufFile>> Open(const std::string& path);
+  static StatusOr<std::unique_ptr<GgufFile>> Open(const std::string& path, FileLoad load = FileLoad::kMap);
   // Parses an in-memory image (fuzzing, embedded models). `data` must outlive the result.
   static StatusOr<std::unique_ptr<GgufFile>> FromMemory(const uint8_t* data, size_t size, const std::string& name);
 
@@ -110,6 +110,8 @@ class GgufFile {
   const GgufMetadata& metadata() const { return metadata_; }
   const std::vector<TensorView>& tensors() const { return tensors_; }
   const TensorView* FindTensor(const std::string& name) const;
+  // How the file's bytes were loaded (kMap for FromMemory images).
+  FileLoad load() const { return file_ ? file_->load() : FileLoad::kMap; }
 
  private:
   GgufFile() = default;

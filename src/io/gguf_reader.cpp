@@ -172,8 +172,8 @@ class Parser {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
-  SKIPKV_ASSIGN_OR_RETURN(auto mapped, MappedFile::Open(path));
+StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path, FileLoad load) {
+  SKIPKV_ASSIGN_OR_RETURN(auto mapped, MappedFile::Open(path, load));
   const uint8_t* data = mapped->data();
   const size_t size = mapped->size();
   SKIPKV_ASSIGN_OR_RETURN(auto file, FromMemory(data, size, path));

@@ -183,9 +183,10 @@ namespace {
 
 // Adds the tensors of one safetensors file to `src`. `wanted` (may be null)
 // lists the names the index assigns to this file; each must be present.
-Status AddSafetensorsFile(const std::string& path, const std::set<std::string>* wanted, ModelSource* src,
-                          std::set<std::string>* seen) {
-  SKIPKV_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mf, MappedFile::Open(path));
+Status AddSafetensorsFile(const std::string& path, const std::set<std::string>* wanted, FileLoad load,
+                          ModelSource* src, std::set<std::string>* seen) {
+  SKIPKV_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mf, MappedFile::Open(path, load));
+  src->weights_load = mf->load();
   SKIPKV_ASSIGN_OR_RETURN(SafetensorsHeader h, ParseSafetensorsHeader(mf->data(), mf->size(), path));
   std::shared_ptr<MappedFile> file(std::move(mf));
   for (const SafetensorsEntry& e : h.tensors) {
@@ -234,7 +235,7 @@ Status AddSafetensorsFile(const std::string& path, const std::set<std::string>* 
 
 }  // namespace
 
-StatusOr<std::unique_ptr<ModelSource>> OpenHfCheckpoint(const std::string& dir) {
+StatusOr<std::unique_ptr<ModelSource>> OpenHfCheckpoint(const std::string& dir, FileLoad load) {
   auto src = std::make_unique<ModelSource>();
   src->path = dir;
   src->format = ModelFormat::kHuggingFace;
@@ -264,7 +265,7 @@ StatusOr<std::unique_ptr<ModelSource>> OpenHfCheckpoint(const std::string& dir) 
       by_file[shard].insert(it.key());
     }
     for (const auto& [shard, names] : by_file) {
-      SKIPKV_RETURN_IF_ERROR(AddSafetensorsFile((fs::path(dir) / shard).string(), &names, src.get(), &seen));
+      SKIPKV_RETURN_IF_ERROR(AddSafetensorsFile((fs::path(dir) / shard).string(), &names, load, src.get(), &seen));
     }
   } else {
     std::vector<std::string> files;
@@ -275,7 +276,7 @@ StatusOr<std::unique_ptr<ModelSource>> OpenHfCheckpoint(const std::string& dir) 
     if (ec) return IoError(dir + ": cannot list directory: " + ec.message());
     if (files.empty()) return NotFound(dir + ": no *.safetensors files and no model.safetensors.index.json");
     std::sort(files.begin(), files.end());
-    for (const auto& f : files) SKIPKV_RETURN_IF_ERROR(AddSafetensorsFile(f, nullptr, src.get(), &seen));
+    for (const auto& f : files) SKIPKV_RETURN_IF_ERROR(AddSafetensorsFile(f, nullptr, load, src.get(), &seen));
   }
   for (const char* name : {"tokenizer.json", "tokenizer_config.json"}) {
     const fs::path p = fs::path(dir) / name;

@@ -45,6 +45,7 @@ std::string HfTensorNameToGguf(const std::string& hf_name);
 // error quoting the key and the value as written, never narrowed.
 Status HfConfigToMetadata(const nlohmann::json& config, const std::string& config_path, GgufMetadata* md);
 
-StatusOr<std::unique_ptr<ModelSource>> OpenHfCheckpoint(const std::string& dir);
+// `load`: how each *.safetensors file reaches memory (util/mapped_file.h).
+StatusOr<std::unique_ptr<ModelSource>> OpenHfCheckpoint(const std::string& dir, FileLoad load = FileLoad::kMap);
 
 }  // namespace skipkv

@@ -190,8 +190,9 @@ StatusOr<std::unique_ptr<ModelSource>> Llama2cFromMemory(const uint8_t* model, s
   return src;
 }
 
-StatusOr<std::unique_ptr<ModelSource>> OpenLlama2c(const std::string& path, const std::string& tokenizer_path) {
-  SKIPKV_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> model, MappedFile::Open(path));
+StatusOr<std::unique_ptr<ModelSource>> OpenLlama2c(const std::string& path, const std::string& tokenizer_path,
+                                                   FileLoad load) {
+  SKIPKV_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> model, MappedFile::Open(path, load));
   std::string tok_path = tokenizer_path;
   if (tok_path.empty()) {
     const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
@@ -215,6 +216,7 @@ StatusOr<std::unique_ptr<ModelSource>> OpenLlama2c(const std::string& path, cons
   }
   SKIPKV_ASSIGN_OR_RETURN(auto src, Llama2cFromMemory(model->data(), model->size(), tok ? tok->data() : nullptr,
                                                       tok ? tok->size() : 0, path, tok_path));
+  src->weights_load = model->load();
   src->owners.push_back(std::shared_ptr<MappedFile>(std::move(model)));
   if (tok) src->owners.push_back(std::shared_ptr<MappedFile>(std::move(tok)));
   return src;

@@ -39,8 +39,10 @@ StatusOr<std::unique_ptr<ModelSource>> Llama2cFromMemory(const uint8_t* model, s
                                                          const uint8_t* tok, size_t tok_size,
                                                          const std::string& name, const std::string& tok_name);
 
-// Opens a checkpoint (mmapped) and its tokenizer (`tokenizer_path`, or if
-// empty tokenizer.bin / tok*.bin beside it when present).
-StatusOr<std::unique_ptr<ModelSource>> OpenLlama2c(const std::string& path, const std::string& tokenizer_path);
+// Opens a checkpoint (loaded as `load` says, util/mapped_file.h) and its
+// tokenizer (`tokenizer_path`, or if empty tokenizer.bin / tok*.bin beside it
+// when present; always mapped).
+StatusOr<std::unique_ptr<ModelSource>> OpenLlama2c(const std::string& path, const std::string& tokenizer_path,
+                                                   FileLoad load = FileLoad::kMap);
 
 }  // namespace skipkv

@@ -34,11 +34,18 @@ std::unique_ptr<ModelSource> ModelSourceFromGguf(std::unique_ptr<GgufFile> file)
   src->format = ModelFormat::kGguf;
   src->metadata = file->metadata();
   src->tensors = file->tensors();
+  src->weights_load = file->load();
   src->owners.push_back(std::shared_ptr<GgufFile>(std::move(file)));
   return src;
 }
 
-StatusOr<std::unique_ptr<ModelSource>> OpenModel(const std::string& path, const std::string& tokenizer_path) {
+std::string WeightsLoadDescription(const ModelSource& src) {
+  if (src.path == kEmbeddedModelPath || src.path == kEmbeddedTestbedPath) return "embedded in the binary";
+  return src.weights_load == FileLoad::kRead ? "read into memory (huge pages advised)" : "mapped";
+}
+
+StatusOr<std::unique_ptr<ModelSource>> OpenModel(const std::string& path, const std::string& tokenizer_path,
+                                                 FileLoad weights) {
   if (path == kEmbeddedModelPath) return OpenEmbeddedDefaultModel();
   if (path == kEmbeddedTestbedPath) return OpenEmbeddedTestbedModel();
   if (path.empty()) {
@@ -49,7 +56,7 @@ StatusOr<std::unique_ptr<ModelSource>> OpenModel(const std::string& path, const 
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (ec || !fs::exists(status)) return NotFound("model path '" + path + "' does not exist");
-  if (fs::is_directory(status)) return OpenHfCheckpoint(path);
+  if (fs::is_directory(status)) return OpenHfCheckpoint(path, weights);
   char magic[4] = {};
   {
     std::ifstream in(path, std::ios::binary);
@@ -57,10 +64,10 @@ StatusOr<std::unique_ptr<ModelSource>> OpenModel(const std::string& path, const 
     in.read(magic, 4);
   }
   if (std::memcmp(magic, "GGUF", 4) == 0) {
-    SKIPKV_ASSIGN_OR_RETURN(auto file, GgufFile::Open(path));
+    SKIPKV_ASSIGN_OR_RETURN(auto file, GgufFile::Open(path, weights));
     return ModelSourceFromGguf(std::move(file));
   }
-  return OpenLlama2c(path, tokenizer_path);
+  return OpenLlama2c(path, tokenizer_path, weights);
 }
 
 }  // namespace skipkv
