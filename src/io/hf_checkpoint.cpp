@@ -186,7 +186,7 @@ namespace {
 Status AddSafetensorsFile(const std::string& path, const std::set<std::string>* wanted, FileLoad load,
                           ModelSource* src, std::set<std::string>* seen) {
   SKIPKV_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> mf, MappedFile::Open(path, load));
-  src->weights_load = mf->load();
+  if (mf->load() == FileLoad::kMap) src->weights_load = FileLoad::kMap;  // kRead only if every shard was read
   SKIPKV_ASSIGN_OR_RETURN(SafetensorsHeader h, ParseSafetensorsHeader(mf->data(), mf->size(), path));
   std::shared_ptr<MappedFile> file(std::move(mf));
   for (const SafetensorsEntry& e : h.tensors) {
@@ -239,6 +239,7 @@ StatusOr<std::unique_ptr<ModelSource>> OpenHfCheckpoint(const std::string& dir, 
   auto src = std::make_unique<ModelSource>();
   src->path = dir;
   src->format = ModelFormat::kHuggingFace;
+  src->weights_load = FileLoad::kRead;  // until a shard is mapped (AddSafetensorsFile)
   const std::string config_path = (fs::path(dir) / "config.json").string();
   if (!fs::exists(config_path)) return NotFound(dir + ": no config.json (not a Hugging Face checkpoint directory)");
   SKIPKV_ASSIGN_OR_RETURN(std::string config_text, ReadFileToString(config_path));

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -63,15 +64,6 @@ Status ReadIntoHugePages(int fd, size_t size, const std::string& path, void** re
 
 }  // namespace
 
-const char* FileLoadName(FileLoad load) {
-  switch (load) {
-    case FileLoad::kMap: return "map";
-    case FileLoad::kRead: return "read";
-    case FileLoad::kAuto: return "auto";
-  }
-  return "?";
-}
-
 StatusOr<FileLoad> ParseFileLoad(const std::string& name) {
   if (name == "map" || name == "mmap") return FileLoad::kMap;
   if (name == "read") return FileLoad::kRead;
@@ -86,12 +78,12 @@ FileLoad ResolveFileLoad(FileLoad load, uint64_t size, int64_t mem_available_byt
 }
 
 int64_t MemAvailableBytes() {
+  // Line by line: some lines (HugePages_Total) have no unit.
   std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  std::string unit;
-  while (in >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
+  std::string line;
+  while (std::getline(in, line)) {
+    long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kib) == 1) return kib * 1024;
   }
   return -1;
 }

@@ -7,7 +7,7 @@
 // Why the second way exists: decode streams every weight once per token, and
 // with 4 KiB pages that is one TLB miss per 4 KiB. On a 2-vCPU VM whose guest
 // page tables are shadowed by the host, that halved decode speed and made it
-// swing by a third between runs; the same file in 2 MiB pages ran 1.5-4x
+// swing by a third between runs; the same file in 2 MiB pages ran 1.5-5x
 // faster with a spread under 2 % (BENCHMARKS.md, "Weights in huge pages").
 // A file mapping cannot get huge pages on ordinary file systems; anonymous
 // memory can (THP in "always" or "madvise" mode).
@@ -27,7 +27,6 @@ enum class FileLoad {
   kRead,  // read() into anonymous memory, huge pages advised; costs the file's size in RAM
   kAuto,  // kRead when the file fits in 3/4 of MemAvailable, else kMap
 };
-const char* FileLoadName(FileLoad load);  // "map", "read", "auto"
 // "map" / "mmap", "read", "auto"; anything else is an InvalidArgument naming it.
 StatusOr<FileLoad> ParseFileLoad(const std::string& name);
 // kAuto's rule: kRead when size <= 3/4 of mem_available_bytes, else kMap

@@ -75,7 +75,6 @@ class ThreadPool {
   void WorkerLoop(int worker);
   // Claims and runs tasks of loop `seq` until none is left.
   void DrainTasks(uint64_t seq, int worker);
-  void PublishLoop(uint64_t seq);
   void WaitForTasks();
 
   int num_threads_;
