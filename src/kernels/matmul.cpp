@@ -362,17 +362,22 @@ HWY_INLINE __m256i MulSumI8I8(__m256i a, __m256i b) {
   return MulSumU8I8(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
 }
 // Q4_K's 12 scale bytes -> i16 lanes 0..7: the 8 sub-block scales, 8..15: the
-// 8 mins, with 32-bit word operations (same unpacking as get_scale_min_k4).
+// 8 mins (the unpacking of get_scale_min_k4), in ten vector operations:
+//   sc[0..3] = s[0..3] & 63          sc[4..7] = (s[8..11] & 15) | (s[0..3] >> 6) << 4
+//   m[0..3]  = s[4..7] & 63          m[4..7]  = (s[8..11] >> 4) | (s[4..7] >> 6) << 4
+// `scales` must have 16 readable bytes (in a block, the first 4 quant bytes
+// follow the 12 scale bytes); the extra bytes are never used.
 HWY_INLINE __m256i Q4KScalesMins16(const uint8_t* scales) {
-  uint32_t u[4];
-  std::memcpy(u, scales, 12);
-  constexpr uint32_t kM1 = 0x3f3f3f3f, kM2 = 0x0f0f0f0f, kM3 = 0x03030303;
-  u[3] = ((u[2] >> 4) & kM2) | (((u[1] >> 6) & kM3) << 4);
-  const uint32_t m_lo = u[1] & kM1;
-  u[1] = (u[2] & kM2) | (((u[0] >> 6) & kM3) << 4);
-  u[2] = m_lo;
-  u[0] &= kM1;
-  return _mm256_cvtepu8_epi16(_mm_set_epi32(u[3], u[2], u[1], u[0]));
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales));
+  // a: the byte holding each result's low bits; hb: the byte whose top 2 bits
+  // are the result's bits 4-5 (none for the first four of each half).
+  const __m128i a = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i hb = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i low = _mm_and_si128(a, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+  const __m128i high_nibble = _mm_and_si128(_mm_srli_epi16(a, 4),
+                                            _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+  const __m128i top2 = _mm_and_si128(_mm_srli_epi16(hb, 2), _mm_set1_epi8(0x30));
+  return _mm256_cvtepu8_epi16(_mm_or_si128(_mm_or_si128(low, high_nibble), top2));
 }
 #else
 HWY_INLINE float F16Scalar(f16_t h) { return F16ToF32(h); }
