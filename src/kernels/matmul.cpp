@@ -776,6 +776,27 @@ void Int8RowsVnni(const MatArgs& a, int64_t r0, int64_t r1) {
 }
 #endif
 
+#if SKIPKV_VNNI
+// Q4_K decode: rows [rb, re) against the single token t (Q4_KRowsDotVnni1);
+// false when the row is too long for the on-stack pair sums.
+HWY_INLINE bool Q4_KDecodeRows(const MatArgs& a, int64_t rb, int64_t re, int64_t t) {
+  constexpr int64_t kMaxBlocks = 128;  // in <= 32,768
+  const int64_t nb = a.in / kQK_K;
+  if (nb > kMaxBlocks) return false;
+  const auto* y = reinterpret_cast<const BlockQ8_K*>(a.act + static_cast<size_t>(t) * a.act_row_bytes);
+  __m128i bs32[kMaxBlocks];
+  Q8KPairSums(y, nb, bs32);
+  constexpr int64_t kRun = 32;  // rows per output staging run
+  float out[kRun];
+  for (int64_t r = rb; r < re; r += kRun) {
+    const int64_t n = std::min(kRun, re - r);
+    Q4_KRowsDotVnni1(a.w + static_cast<size_t>(r) * a.w_row_bytes, a.w_row_bytes, n, y, bs32, nb, out);
+    for (int64_t i = 0; i < n; ++i) a.y[t * a.y_stride + r + i] = out[i];
+  }
+  return true;
+}
+#endif
+
 // RowTile<N> for rem = N, N - 1, ..., 1 tokens (the tail of a token tile).
 template <int N>
 HWY_INLINE void RowTileTail(const MatArgs& a, int64_t r, int64_t t, int64_t rem) {
@@ -790,7 +811,12 @@ HWY_INLINE void RowTileTail(const MatArgs& a, int64_t r, int64_t t, int64_t rem)
 template <int kTok>
 void RowsInTokenTiles(const MatArgs& a, int64_t r0, int64_t r1) {
   ForEachCacheBlock(a, r0, r1, kTok, [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
-    for (int64_t r = rb; r < re; ++r) {
+    int64_t r = rb;
+#if SKIPKV_VNNI
+    // Decode: a run of rows shares the token's set-up (Q4_KRowsDotVnni1).
+    if (a.type == DType::kQ4_K && te - tb == 1 && Q4_KDecodeRows(a, rb, re, tb)) return;
+#endif
+    for (; r < re; ++r) {
       int64_t t = tb;
       for (; t + kTok <= te; t += kTok) RowTile<kTok>(a, r, t);
       RowTileTail<kTok - 1>(a, r, t, te - t);

@@ -211,6 +211,15 @@ TEST_P(MatMulTest, CacheBlockedBatchesMatchReferenceAndMatVec) {
   }
 }
 
+// Q4_K decode (one token) takes runs of rows with the token's bsum pair sums
+// on the stack, for rows of up to 128 blocks (Q4_KDecodeRows); a longer row,
+// 129 blocks here, takes the batch path's per-row kernel. Both against the
+// oracle and against batches, bit for bit, with runs of 32 rows and a rest.
+TEST_P(MatMulTest, Q4KDecodeBeyondStackedPairSums) {
+  ExpectBatchMatchesOracleAndMatVec(DType::kQ4_K, 129 * 256, 45, 2, 2, 41, 1);
+  ExpectBatchMatchesOracleAndMatVec(DType::kQ4_K, 128 * 256, 45, 2, 2, 43, 1);
+}
+
 // Float and bf16 weights with more inputs than one k slice (TileCacheBlock,
 // simd_internal.h: 1,536 for f32 activations, 3,072 for bf16 ones): in =
 // 3,237 gives two or three slices, the last with the odd vector and a tail
