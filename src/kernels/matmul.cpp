@@ -815,6 +815,14 @@ void RowsInTokenTiles(const MatArgs& a, int64_t r0, int64_t r1) {
 #if SKIPKV_VNNI
     // Decode: a run of rows shares the token's set-up (Q4_KRowsDotVnni1).
     if (a.type == DType::kQ4_K && te - tb == 1 && Q4_KDecodeRows(a, rb, re, tb)) return;
+    if (a.type == DType::kQ6_K && te - tb == 1) {  // inlined per row: the constants leave the loop
+      const auto* y = reinterpret_cast<const BlockQ8_K*>(a.act + static_cast<size_t>(tb) * a.act_row_bytes);
+      for (; r < re; ++r) {
+        Q6_KRowDotVnni<1>(reinterpret_cast<const BlockQ6_K*>(a.w + static_cast<size_t>(r) * a.w_row_bytes), &y,
+                          a.in / kQK_K, &a.y[tb * a.y_stride + r]);
+      }
+      return;
+    }
 #endif
     for (; r < re; ++r) {
       int64_t t = tb;
