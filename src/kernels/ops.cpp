@@ -68,43 +68,95 @@ void LogTargetOnce() {
 
 }  // namespace
 
-void MatMul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
-  CheckMatShapes(w);
+void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, ThreadPool& pool) {
+  if (outs.empty()) return;
+  const int64_t in = outs[0].w->ne[0];
+  for (const MatMulOut& o : outs) {
+    CheckMatShapes(*o.w);
+    SKIPKV_CHECK_MSG(o.w->ne[0] == in, o.w->name.c_str());
+  }
   LogTargetOnce();
   if (n <= 0) return;
-  const int64_t in = w.ne[0], rows = w.NumRows();
-  // BF16 weights take bf16 activations where the CPU has bf16 dot products.
-  const bool bf16_dot = w.type == DType::kBF16 && internal::Bf16DotActive();
-  const internal::ActFormat fmt = bf16_dot ? internal::ActFormat::kBF16 : internal::ActFormatFor(w.type);
-  internal::MatArgs a{};
-  a.type = w.type;
-  a.w = w.data;
-  a.w_row_bytes = w.RowBytesCount();
-  a.in = in;
-  a.n = n;
-  a.y = y;
-  a.y_stride = rows;
-  a.act_row_bytes = internal::ActRowBytes(fmt, in);
-  if (fmt == internal::ActFormat::kF32) {
-    a.act = reinterpret_cast<const uint8_t*>(x);
-  } else {
-    // Quantise every token's activations once; all weight rows reuse them.
-    thread_local AlignedBuffer act_buf;
-    uint8_t* act = Scratch(act_buf, a.act_row_bytes * static_cast<size_t>(n));
-    pool.ParallelFor(n, std::max<int64_t>(1, 4096 / in), [&](int64_t t0, int64_t t1, int) {
-      for (int64_t t = t0; t < t1; ++t) {
-        internal::QuantizeActivations(fmt, x + t * in, in, act + static_cast<size_t>(t) * a.act_row_bytes);
+  // One quantisation of X per activation format the group's weights consume.
+  constexpr int kFormats = 4;
+  thread_local AlignedBuffer act_bufs[kFormats];
+  const uint8_t* act_of[kFormats] = {};
+  struct Product {
+    internal::MatArgs args;
+    void (*rows_fn)(const internal::MatArgs&, int64_t, int64_t);
+    int64_t rows;
+  };
+  thread_local std::vector<Product> products;
+  products.clear();
+  int64_t total_rows = 0;
+  for (const MatMulOut& o : outs) {
+    const TensorView& w = *o.w;
+    // BF16 weights take bf16 activations where the CPU has bf16 dot products.
+    const bool bf16_dot = w.type == DType::kBF16 && internal::Bf16DotActive();
+    const internal::ActFormat fmt = bf16_dot ? internal::ActFormat::kBF16 : internal::ActFormatFor(w.type);
+    Product p{};
+    internal::MatArgs& a = p.args;
+    a.type = w.type;
+    a.w = w.data;
+    a.w_row_bytes = w.RowBytesCount();
+    a.in = in;
+    a.n = n;
+    a.y = o.y;
+    a.y_stride = w.NumRows();
+    a.act_row_bytes = internal::ActRowBytes(fmt, in);
+    if (fmt == internal::ActFormat::kF32) {
+      a.act = reinterpret_cast<const uint8_t*>(x);
+    } else {
+      const int f = static_cast<int>(fmt);
+      if (act_of[f] == nullptr) {
+        uint8_t* act = Scratch(act_bufs[f], a.act_row_bytes * static_cast<size_t>(n));
+        pool.ParallelFor(n, std::max<int64_t>(1, 4096 / in), [&](int64_t t0, int64_t t1, int) {
+          for (int64_t t = t0; t < t1; ++t) {
+            internal::QuantizeActivations(fmt, x + t * in, in, act + static_cast<size_t>(t) * a.act_row_bytes);
+          }
+        });
+        act_of[f] = act;
       }
-    });
-    a.act = act;
+      a.act = act_of[f];
+    }
+    p.rows_fn = bf16_dot ? internal::Bf16MatRows : internal::MatRows;
+    p.rows = w.NumRows();
+    total_rows += p.rows;
+    products.push_back(p);
   }
-  // Rows in chunks: about 4 per thread (dynamic balance on a shared machine),
-  // at least 16 rows (a multiple of 8) so each chunk streams a useful slice.
+  // Rows in chunks: about 4 per thread over the whole group (dynamic balance
+  // on a shared machine), at least 16 rows (a multiple of 8) so each chunk
+  // streams a useful slice; a chunk never spans two weights.
   const int64_t threads = pool.num_threads();
-  int64_t grain = (rows + threads * 4 - 1) / (threads * 4);
+  int64_t grain = (total_rows + threads * 4 - 1) / (threads * 4);
   grain = std::max<int64_t>(16, (grain + 7) / 8 * 8);
-  const auto mat_rows = bf16_dot ? internal::Bf16MatRows : internal::MatRows;
-  pool.ParallelFor(rows, grain, [&](int64_t r0, int64_t r1, int) { mat_rows(a, r0, r1); });
+  if (products.size() == 1) {
+    const Product& p = products[0];
+    pool.ParallelFor(p.rows, grain, [&](int64_t r0, int64_t r1, int) { p.rows_fn(p.args, r0, r1); });
+    return;
+  }
+  struct Chunk {
+    int32_t product;
+    int64_t r0, r1;
+  };
+  thread_local std::vector<Chunk> chunks;
+  chunks.clear();
+  for (size_t i = 0; i < products.size(); ++i) {
+    for (int64_t r = 0; r < products[i].rows; r += grain)
+      chunks.push_back({static_cast<int32_t>(i), r, std::min(products[i].rows, r + grain)});
+  }
+  // The chunk list and products are this thread's; the loop ends before Run returns.
+  const std::vector<Chunk>& cs = chunks;
+  const std::vector<Product>& ps = products;
+  pool.Run(static_cast<int64_t>(cs.size()), [&](int64_t c, int) {
+    const Product& p = ps[static_cast<size_t>(cs[c].product)];
+    p.rows_fn(p.args, cs[c].r0, cs[c].r1);
+  });
+}
+
+void MatMul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
+  const MatMulOut out{&w, y};
+  MatMulGroup(std::span<const MatMulOut>(&out, 1), x, n, pool);
 }
 
 void MatVec(const TensorView& w, const float* x, float* y, ThreadPool& pool) { MatMul(w, x, 1, y, pool); }

@@ -44,6 +44,19 @@ struct RopeParams {
 void MatVec(const TensorView& w, const float* x, float* y, ThreadPool& pool);
 // Y[t][r] = dot(W row r, X[t]) for t in [0, n): X is [n][in], Y is [n][rows].
 void MatMul(const TensorView& w, const float* x, int64_t n, float* y, ThreadPool& pool);
+// One product of a MatMulGroup: Y[t][r] = dot(W row r, X[t]) into y ([n][rows of w]).
+struct MatMulOut {
+  const TensorView* w = nullptr;
+  float* y = nullptr;
+};
+// Several products of the same activations X ([n][in]; every w has ne[0] == in),
+// such as a layer's q, k and v projections or its gate and up projections.
+// Each y is bit-identical to MatMul(*w, x, n, y) -- every output element is
+// made by the same kernel in the same operation order -- but X is quantised
+// once per activation format and the rows of all the weights are split over
+// the pool in one parallel loop: one hand-off and one wait instead of one per
+// weight (a decode step runs hundreds of these loops per token).
+void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, ThreadPool& pool);
 // Dequantises row `row` of `w` into out[0 .. w.ne[0]) (embedding lookup).
 void GetRow(const TensorView& w, int64_t row, float* out);
 

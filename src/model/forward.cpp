@@ -296,9 +296,8 @@ StatusOr<ForwardOutput> ForwardPass::Run(const ForwardBatch& batch, ThreadPool& 
     ForEachToken(pool, n_tok, D, [&](int64_t i) {
       kernels::RmsNorm(x + i * D, lw.attn_norm.data(), D, cfg_.rms_eps, xb + i * D);
     });
-    Project(lw.wq, xb, n_tok, q, pool);
-    Project(lw.wk, xb, n_tok, k, pool);
-    Project(lw.wv, xb, n_tok, v, pool);
+    const kernels::MatMulOut qkv[] = {{&lw.wq, q}, {&lw.wk, k}, {&lw.wv, v}};
+    kernels::MatMulGroup(qkv, xb, n_tok, pool);  // one parallel loop for the three
     ForEachToken(pool, n_tok, q_dim + 2 * kv_dim, [&](int64_t i) {
       float* qi = q + i * q_dim;
       float* ki = k + i * kv_dim;
@@ -316,8 +315,8 @@ StatusOr<ForwardOutput> ForwardPass::Run(const ForwardBatch& batch, ThreadPool& 
     ForEachToken(pool, n_tok, D, [&](int64_t i) {
       kernels::RmsNorm(x + i * D, lw.ffn_norm.data(), D, cfg_.rms_eps, xb + i * D);
     });
-    Project(lw.w_gate, xb, n_tok, gate, pool);
-    Project(lw.w_up, xb, n_tok, up, pool);
+    const kernels::MatMulOut gate_up[] = {{&lw.w_gate, gate}, {&lw.w_up, up}};
+    kernels::MatMulGroup(gate_up, xb, n_tok, pool);
     ForEachToken(pool, n_tok, ffn,
                  [&](int64_t i) { kernels::SiluMul(gate + i * ffn, up + i * ffn, gate + i * ffn, ffn); });
     Project(lw.w_down, gate, n_tok, xb, pool);

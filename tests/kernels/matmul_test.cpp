@@ -220,6 +220,64 @@ TEST_P(MatMulTest, Q4KDecodeBeyondStackedPairSums) {
   ExpectBatchMatchesOracleAndMatVec(DType::kQ4_K, 128 * 256, 45, 2, 2, 43, 1);
 }
 
+// A MatMulGroup of weights of every type (one shared quantisation per
+// activation format, one parallel loop over all their rows): each output
+// against the oracle on its quantised activations, and bit for bit equal to a
+// lone MatMul of its weight, for 1, 2 and 3 threads and for decode (n = 1) and
+// a batch. The row counts make chunks that end inside a weight and weights
+// smaller than one chunk.
+TEST_P(MatMulTest, GroupMatchesLoneProducts) {
+  const int64_t in = 512;
+  const struct {
+    DType type;
+    int64_t rows;
+  } parts[] = {{DType::kQ4_K, 133}, {DType::kQ6_K, 40}, {DType::kQ4_K, 7},  {DType::kQ8_0, 64},
+               {DType::kF16, 21},   {DType::kBF16, 9},  {DType::kQ4_0, 33}, {DType::kF32, 5}};
+  std::vector<Weights> ws;
+  for (size_t i = 0; i < std::size(parts); ++i) ws.push_back(MakeWeights(parts[i].type, in, parts[i].rows, 50 + i));
+  for (const int64_t n : {1, 5}) {
+    const auto x = RandomVec(in * n, 77 + n, 0.5f);
+    std::vector<std::vector<float>> lone(ws.size());
+    ThreadPool p1(1);
+    for (size_t i = 0; i < ws.size(); ++i) {
+      lone[i].resize(n * parts[i].rows);
+      kernels::MatMul(ws[i].view, x.data(), n, lone[i].data(), p1);
+    }
+    for (const int threads : {1, 2, 3}) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " threads=" + std::to_string(threads));
+      ThreadPool pool(threads);
+      std::vector<std::vector<float>> ys(ws.size());
+      std::vector<kernels::MatMulOut> outs;
+      for (size_t i = 0; i < ws.size(); ++i) {
+        ys[i].assign(n * parts[i].rows, -1.f);
+        outs.push_back({&ws[i].view, ys[i].data()});
+      }
+      kernels::MatMulGroup(outs, x.data(), n, pool);
+      for (size_t i = 0; i < ws.size(); ++i) {
+        SCOPED_TRACE(std::string(DTypeName(parts[i].type)) + " part " + std::to_string(i));
+        ASSERT_EQ(0, std::memcmp(ys[i].data(), lone[i].data(), ys[i].size() * sizeof(float)));
+        // Against the oracle on this weight's quantised activations.
+        const int64_t rows = parts[i].rows;
+        std::vector<float> xq(x.size()), yq(n * rows), wrow(in);
+        for (int64_t tok = 0; tok < n; ++tok) {
+          const std::vector<float> xt(x.begin() + tok * in, x.begin() + (tok + 1) * in);
+          const auto q = QuantisedActivations(parts[i].type, xt);
+          std::copy(q.begin(), q.end(), xq.begin() + tok * in);
+        }
+        MatMul(ws[i].view, xq.data(), n, yq.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          kernels::ref::GetRow(ws[i].view, r, wrow.data());
+          for (int64_t tok = 0; tok < n; ++tok) {
+            double mag = 0;
+            for (int64_t k = 0; k < in; ++k) mag += std::fabs(wrow[k] * x[tok * in + k]);
+            ASSERT_NEAR(ys[i][tok * rows + r], yq[tok * rows + r], 1e-5 * mag + 1e-6) << "r=" << r << " t=" << tok;
+          }
+        }
+      }
+    }
+  }
+}
+
 // Float and bf16 weights with more inputs than one k slice (TileCacheBlock,
 // simd_internal.h: 1,536 for f32 activations, 3,072 for bf16 ones): in =
 // 3,237 gives two or three slices, the last with the odd vector and a tail
