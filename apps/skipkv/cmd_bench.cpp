@@ -46,13 +46,13 @@ struct BenchOptions {
 };
 
 struct Sample {
-  std::string test;
+  std::string test{};
   int threads = 0;
   int batch = 1;
   int depth = 0;
-  std::vector<double> tokens_per_s;
-  std::vector<double> compress_share;  // compression time / decode time (policies only)
-  std::vector<double> sentence_share;  // skipkv: sentence hooks' time / decode time
+  std::vector<double> tokens_per_s{};
+  std::vector<double> compress_share{};  // compression time / decode time (policies only)
+  std::vector<double> sentence_share{};  // skipkv: sentence hooks' time / decode time
   double redundant_sentences = 0;      // skipkv: |T| of sequence 0 (last repetition)
   int64_t penalized_evicted = 0;       // skipkv: its penalised slots evicted
   size_t kv_bytes = 0;                 // allocated K+V bytes of all sequences
@@ -194,7 +194,7 @@ int RunBench(const BenchOptions& o) {
       return true;
     };
     if (o.n_prompt > 0 &&
-        !run(Sample{"pp" + std::to_string(o.n_prompt), threads, 1, 0, {}},
+        !run(Sample{.test = "pp" + std::to_string(o.n_prompt), .threads = threads, .batch = 1, .depth = 0},
              [&](int r) -> StatusOr<BenchResult> {
                SKIPKV_ASSIGN_OR_RETURN(double tps, fb.Prefill(o.n_prompt, 100 + r));
                BenchResult b;
@@ -202,12 +202,12 @@ int RunBench(const BenchOptions& o) {
                return b;
              }))
       return 1;
-    if (o.n_gen > 0 && !run(Sample{"tg" + std::to_string(o.n_gen), threads, 1, 0, {}},
+    if (o.n_gen > 0 && !run(Sample{.test = "tg" + std::to_string(o.n_gen), .threads = threads, .batch = 1, .depth = 0},
                             [&](int r) { return fb.Decode(1, 0, o.n_gen, /*with_policy=*/false, 200 + r); }))
       return 1;
     for (int b : o.batches)
       for (int d : o.depths) {
-        if (!run(Sample{"bd@" + std::to_string(d), threads, b, d, {}},
+        if (!run(Sample{.test = "bd@" + std::to_string(d), .threads = threads, .batch = b, .depth = d},
                  [&](int r) { return fb.Decode(b, d, o.decode_steps, /*with_policy=*/true, 300 + r); }))
           return 1;
       }
