@@ -78,7 +78,7 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   LogTargetOnce();
   if (n <= 0) return;
   // One quantisation of X per activation format the group's weights consume.
-  constexpr int kFormats = 4;
+  constexpr int kFormats = static_cast<int>(internal::ActFormat::kBF16) + 1;  // kBF16 is the last format
   thread_local AlignedBuffer act_bufs[kFormats];
   const uint8_t* act_of[kFormats] = {};
   struct Product {
@@ -130,11 +130,6 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   const int64_t threads = pool.num_threads();
   int64_t grain = (total_rows + threads * 4 - 1) / (threads * 4);
   grain = std::max<int64_t>(16, (grain + 7) / 8 * 8);
-  if (products.size() == 1) {
-    const Product& p = products[0];
-    pool.ParallelFor(p.rows, grain, [&](int64_t r0, int64_t r1, int) { p.rows_fn(p.args, r0, r1); });
-    return;
-  }
   struct Chunk {
     int32_t product;
     int64_t r0, r1;
@@ -145,7 +140,8 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
     for (int64_t r = 0; r < products[i].rows; r += grain)
       chunks.push_back({static_cast<int32_t>(i), r, std::min(products[i].rows, r + grain)});
   }
-  // The chunk list and products are this thread's; the loop ends before Run returns.
+  // Named references: inside the lambda a worker thread would otherwise read
+  // its own (empty) thread_local vectors instead of this caller's.
   const std::vector<Chunk>& cs = chunks;
   const std::vector<Product>& ps = products;
   pool.Run(static_cast<int64_t>(cs.size()), [&](int64_t c, int) {
