@@ -201,7 +201,8 @@ void ConvertActivationsToBf16(const float* x, int64_t in, uint16_t* out) {
 }
 
 // Cache blocks (ForEachCacheBlock; row slices of 24) and their tiles
-// (TileCacheBlock, simd_internal.h): decode one row at a time, batches in
+// (TileCacheBlock, simd_internal.h): decode one row at a time (3-row tiles
+// where a token's activations exceed kDecodeRowActBytes), batches in
 // tiles of 3 rows x 4 tokens (24 accumulators), k slices of 3,072 elements
 // (4 tokens of bf16 activations in 24 KiB) where `in` is longer.
 void Bf16MatRows(const MatArgs& a, int64_t r0, int64_t r1) {

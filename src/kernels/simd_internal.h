@@ -134,6 +134,9 @@ inline void WithTileTokens(int64_t nt, Fn&& fn) {
   fn(std::integral_constant<int, 1>{});
 }
 
+// Half of the smallest L1d of the x86 targets (32 KiB, Zen 4): activations
+// of one token up to this size stay in L1 beside a streamed weight row.
+constexpr size_t kDecodeRowActBytes = 16 << 10;
 constexpr int64_t kTileStashLanes = 16;  // >= f32 lanes of any x86 target
 constexpr int64_t kTileStashRow = 4 * 2 * kTileStashLanes;
 // The saved accumulators (acc0, then acc1, kTileStashLanes floats each) of
@@ -154,7 +157,13 @@ inline float* TileStashPair(float* stash, int i, int t) {
 //   weights as one sequential stream (two rows at a time interleave two
 //   streams that each skip every other row, and the hardware prefetcher
 //   follows them worse: F16 decode on Zen 5 went from 7.7-9.5 to 10.5-11.6
-//   tokens/s, see BENCHMARKS.md).
+//   tokens/s, see BENCHMARKS.md). Except where a token's activations exceed
+//   kDecodeRowActBytes (f32 activations of the FFN down projection, 35 KiB
+//   at 8,960 inputs): the weight stream then evicts them from L1 on every
+//   row, so every row reads them again from L2, and kRows-row tiles, which
+//   read them once for kRows rows, win over the single stream (F16 1536 x
+//   8960 on Zen 4: 9-11 -> 11-14 GB/s on 1 thread, 14-18 -> 17-22 on 2;
+//   the same tiles halved the 8960 x 1536 shape, whose activations fit).
 // - Batches: tiles of kRows x kTokens, rows left over one at a time (against
 //   4 tokens).
 // - Where 4 tokens' activations exceed the 24 KiB share of L1 (`in` >
@@ -176,7 +185,11 @@ inline void TileCacheBlock(const MatArgs& a, int64_t rb, int64_t re, int64_t tb,
     }
   };
   if (te - tb < 4) {
-    for (int64_t r = rb; r < re; ++r) tokens(One{}, r, tb, te, 4, 0, a.in, nullptr);
+    int64_t r = rb;
+    if (a.act_row_bytes > kDecodeRowActBytes) {
+      for (; r + kRows <= re; r += kRows) tokens(Rows{}, r, tb, te, kTokens, 0, a.in, nullptr);
+    }
+    for (; r < re; ++r) tokens(One{}, r, tb, te, 4, 0, a.in, nullptr);
     return;
   }
   if (a.in <= kslice) {

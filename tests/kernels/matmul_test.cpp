@@ -290,6 +290,23 @@ TEST_P(MatMulTest, KSlicedBatchesMatchReferenceAndMatVec) {
   }
 }
 
+// Decode (fewer than 4 tokens in a cache block) with a token's activations
+// over kDecodeRowActBytes (16 KiB; simd_internal.h) runs 3-row tiles instead
+// of one row at a time: in = 8,237 is 32.2 KiB of f32 and 16.1 KiB of bf16
+// activations, with a tail that is not a multiple of any vector width; 50
+// rows give 3-row tiles and 2 rows left over. n = 1 and 3 are decode
+// throughout (3 tokens: a 2-token and a 1-token tile on AVX2); n = 6 is a
+// k-sliced block of 4 tokens and then a decode block of 2. Each against a
+// 3-thread run, the oracle and lone MatVecs of every token.
+TEST_P(MatMulTest, DecodeRowTilesOnLongActivations) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (const int64_t n : {1, 3, 6}) {
+      SCOPED_TRACE("n=" + std::to_string(n));
+      ExpectBatchMatchesOracleAndMatVec(t, 8237, 50, n, 3, 61, 1);
+    }
+  }
+}
+
 // BF16 weights: bf16 dot products exactly where the CPU has AVX512_BF16 and
 // the target is AVX3_DL, and then on bf16-rounded activations, worked by
 // hand: weights (1, 1, 1), x = (1 + 2^-8, 1 + 2^-8, 1 + 3 * 2^-8). bf16 keeps
