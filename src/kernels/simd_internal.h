@@ -162,8 +162,9 @@ inline float* TileStashPair(float* stash, int i, int t) {
 //   at 8,960 inputs): the weight stream then evicts them from L1 on every
 //   row, so every row reads them again from L2, and kRows-row tiles, which
 //   read them once for kRows rows, win over the single stream (F16 1536 x
-//   8960 on Zen 4: 9-11 -> 11-14 GB/s on 1 thread, 14-18 -> 17-22 on 2;
-//   the same tiles halved the 8960 x 1536 shape, whose activations fit).
+//   8960 on Zen 4: 9.9-11.1 -> 12.6-15.9 GB/s on 1 thread, 17.0-18.7 ->
+//   20.7-27.4 on 2; the same tiles halved the 8960 x 1536 shape, whose
+//   activations fit; BENCHMARKS.md).
 // - Batches: tiles of kRows x kTokens, rows left over one at a time (against
 //   4 tokens).
 // - Where 4 tokens' activations exceed the 24 KiB share of L1 (`in` >

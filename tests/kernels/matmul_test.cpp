@@ -295,7 +295,8 @@ TEST_P(MatMulTest, KSlicedBatchesMatchReferenceAndMatVec) {
 // of one row at a time: in = 8,237 is 32.2 KiB of f32 and 16.1 KiB of bf16
 // activations, with a tail that is not a multiple of any vector width; 50
 // rows give 3-row tiles and 2 rows left over. n = 1 and 3 are decode
-// throughout (3 tokens: a 2-token and a 1-token tile on AVX2); n = 6 is a
+// throughout (3 tokens: a 2-token and a 1-token tile where float tiles take
+// 2 tokens, AVX2 and scalar); n = 6 is a
 // k-sliced block of 4 tokens and then a decode block of 2. Each against a
 // 3-thread run, the oracle and lone MatVecs of every token.
 TEST_P(MatMulTest, DecodeRowTilesOnLongActivations) {
