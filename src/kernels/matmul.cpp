@@ -589,6 +589,60 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
 #endif
 }
 
+#if SKIPKV_X86_INT8
+// The bsums (16 x i16) of each block -> sums per 32-element sub-block (8 x i16).
+HWY_INLINE void Q8KPairSums(const BlockQ8_K* y, int64_t nb, __m128i* bs32) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b].bsums));
+    bs32[b] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+  }
+}
+
+// ---- Q4_K x Q8_K, one token (decode) on AVX2: a run of rows ----------------------
+// Per (row, token) the float operations of Q4_KRowDot<1> in the same order, and
+// integer sums that are exact whatever their order, so a decode result equals
+// the token's result in a batch bit for bit. What differs: the token's bsum
+// pair sums come precomputed (`bs32`, once per run instead of once per row and
+// block), the four 64-element steps are unrolled with the scale broadcasts as
+// constants, and the low- and high-nibble products go to two integer chains
+// (sa, sb) added once per block. A standalone probe of one Zen 4 core, 1,536
+// rows x 6 blocks in cache: 27.4-28.2 -> 24.4-25.8 cycles a block.
+HWY_INLINE void Q4_KRowsDot1(const uint8_t* w0, size_t w_row_bytes, int64_t rows, const BlockQ8_K* y,
+                             const __m128i* bs32, int64_t nb, float* out) {
+  const __m256i lo4 = _mm256_set1_epi8(0x0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    const BlockQ4_K* w = reinterpret_cast<const BlockQ4_K*>(w0 + static_cast<size_t>(r) * w_row_bytes);
+    __m256 acc = _mm256_setzero_ps();
+    __m128 accm = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const float d = F16Scalar(w[b].d), dmin = F16Scalar(w[b].dmin);
+      const __m256i sm16 = Q4KScalesMins16(w[b].scales);
+      const __m128i mins16 = _mm256_extracti128_si256(sm16, 1);
+      const __m256i scales16 = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm16));
+      const __m128 pm = _mm_cvtepi32_ps(_mm_madd_epi16(mins16, bs32[b]));
+      accm = _mm_fmadd_ps(_mm_set1_ps(dmin * y[b].d), pm, accm);
+      __m256i sa = _mm256_setzero_si256(), sb = _mm256_setzero_si256();
+      SKIPKV_UNROLL
+      for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles), 2j+1 (high)
+        const __m256i q4 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * j));
+        const __m256i ql = _mm256_and_si256(q4, lo4);
+        const __m256i qh = _mm256_and_si256(_mm256_srli_epi16(q4, 4), lo4);
+        const __m256i s0 = _mm256_shuffle_epi8(scales16, _mm256_set1_epi16(static_cast<int16_t>(((4 * j + 1) << 8) | (4 * j))));
+        const __m256i s1 =
+            _mm256_shuffle_epi8(scales16, _mm256_set1_epi16(static_cast<int16_t>(((4 * j + 3) << 8) | (4 * j + 2))));
+        const int8_t* yq = y[b].qs + 64 * j;
+        const __m256i p0 = _mm256_maddubs_epi16(ql, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(yq)));
+        const __m256i p1 = _mm256_maddubs_epi16(qh, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(yq + 32)));
+        sa = _mm256_add_epi32(sa, _mm256_madd_epi16(p0, s0));
+        sb = _mm256_add_epi32(sb, _mm256_madd_epi16(p1, s1));
+      }
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(d * y[b].d), _mm256_cvtepi32_ps(_mm256_add_epi32(sa, sb)), acc);
+    }
+    out[r] = HSum(acc) - HSum128(accm);
+  }
+}
+#endif
+
 // ---- Q6_K x Q8_K ----------------------------------------------------------------
 // dot = sum_b d*da * [ sum_g sc_g * (q_g . y_g)  -  32 * sum_g sc_g * bsum_g ],
 // q in [0, 63] unsigned, groups g of 16.
@@ -776,9 +830,10 @@ void Int8RowsVnni(const MatArgs& a, int64_t r0, int64_t r1) {
 }
 #endif
 
-#if SKIPKV_VNNI
-// Q4_K decode: rows [rb, re) against the single token t (Q4_KRowsDotVnni1);
-// false when the row is too long for the on-stack pair sums.
+#if SKIPKV_X86_INT8
+// Q4_K decode: rows [rb, re) against the single token t (Q4_KRowsDotVnni1 on
+// AVX-512 VNNI, Q4_KRowsDot1 on AVX2); false when the row is too long for the
+// on-stack pair sums.
 HWY_INLINE bool Q4_KDecodeRows(const MatArgs& a, int64_t rb, int64_t re, int64_t t) {
   constexpr int64_t kMaxBlocks = 128;  // in <= 32,768
   const int64_t nb = a.in / kQK_K;
@@ -790,7 +845,11 @@ HWY_INLINE bool Q4_KDecodeRows(const MatArgs& a, int64_t rb, int64_t re, int64_t
   float out[kRun];
   for (int64_t r = rb; r < re; r += kRun) {
     const int64_t n = std::min(kRun, re - r);
+#if SKIPKV_VNNI
     Q4_KRowsDotVnni1(a.w + static_cast<size_t>(r) * a.w_row_bytes, a.w_row_bytes, n, y, bs32, nb, out);
+#else
+    Q4_KRowsDot1(a.w + static_cast<size_t>(r) * a.w_row_bytes, a.w_row_bytes, n, y, bs32, nb, out);
+#endif
     for (int64_t i = 0; i < n; ++i) a.y[t * a.y_stride + r + i] = out[i];
   }
   return true;
@@ -812,9 +871,11 @@ template <int kTok>
 void RowsInTokenTiles(const MatArgs& a, int64_t r0, int64_t r1) {
   ForEachCacheBlock(a, r0, r1, kTok, [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
     int64_t r = rb;
-#if SKIPKV_VNNI
-    // Decode: a run of rows shares the token's set-up (Q4_KRowsDotVnni1).
+#if SKIPKV_X86_INT8
+    // Decode: a run of rows shares the token's set-up (Q4_KDecodeRows).
     if (a.type == DType::kQ4_K && te - tb == 1 && Q4_KDecodeRows(a, rb, re, tb)) return;
+#endif
+#if SKIPKV_VNNI
     if (a.type == DType::kQ6_K && te - tb == 1) {  // inlined per row: the constants leave the loop
       const auto* y = reinterpret_cast<const BlockQ8_K*>(a.act + static_cast<size_t>(tb) * a.act_row_bytes);
       for (; r < re; ++r) {
