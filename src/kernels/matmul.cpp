@@ -664,12 +664,15 @@ HWY_INLINE void Q6_KRowDot(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_
     const float d = F16Scalar(w[b].d);
     const __m256i sc16 =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)));
-    __m256i sumi[NT];
+    // Integer sums per token: sumi[t], and for one token (decode) a second
+    // chain sumi2 taking the odd groups (exact, so the order does not matter).
+    __m256i sumi[NT], sumi2 = _mm256_setzero_si256();
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].bsums));
       sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5));
     }
+    SKIPKV_UNROLL
     for (int h = 0; h < 2; ++h) {  // 128 elements: 64 bytes of ql, 32 of qh, 8 scales
       const uint8_t* ql = w[b].ql + 64 * h;
       const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
@@ -686,6 +689,7 @@ HWY_INLINE void Q6_KRowDot(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_
       // This half's 8 scales (i16) in both 128-bit lanes.
       const __m256i sc_half = _mm256_broadcastsi128_si256(h == 0 ? _mm256_castsi256_si128(sc16)
                                                                  : _mm256_extracti128_si256(sc16, 1));
+      SKIPKV_UNROLL
       for (int g = 0; g < 4; ++g) {
         // Elements 0..15 of the group use scale 2g (low lane), 16..31 use 2g + 1.
         const __m256i s = _mm256_shuffle_epi8(sc_half, pick_pair[g]);
@@ -693,10 +697,12 @@ HWY_INLINE void Q6_KRowDot(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_
         for (int t = 0; t < NT; ++t) {
           const __m256i y =
               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].qs + 128 * h + 32 * g));
-          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[g], y), s));
+          __m256i& chain = NT == 1 && (g & 1) ? sumi2 : sumi[t];
+          chain = _mm256_add_epi32(chain, _mm256_madd_epi16(_mm256_maddubs_epi16(q[g], y), s));
         }
       }
     }
+    if constexpr (NT == 1) sumi[0] = _mm256_add_epi32(sumi[0], sumi2);
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
