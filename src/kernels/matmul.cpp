@@ -379,6 +379,16 @@ HWY_INLINE __m256i Q4KScalesMins16(const uint8_t* scales) {
   const __m128i top2 = _mm_and_si128(_mm_srli_epi16(hb, 2), _mm_set1_epi8(0x30));
   return _mm256_cvtepu8_epi16(_mm_or_si128(_mm_or_si128(low, high_nibble), top2));
 }
+// The 8 mins of Q4KScalesMins16's result (i16 lanes 8..15), each repeated
+// for the two bsums (groups of 16) of its 32-element sub-block: i16 lane k =
+// m_{k/2}. madd with a Q8_K block's 16 bsums then gives 8 x i32 lanes
+// m_j * (bsum_2j + bsum_2j+1) with no horizontal add (vphaddw is slow: about
+// 2 cycles a call on Zen 4).
+HWY_INLINE __m256i Q4KMinsPerBsum(__m256i sm16) {
+  const __m256i mins = _mm256_permute4x64_epi64(sm16, 0xEE);  // the mins in both 128-bit lanes
+  return _mm256_shuffle_epi8(mins, _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 8, 9, 8, 9, 10,
+                                                    11, 10, 11, 12, 13, 12, 13, 14, 15, 14, 15));
+}
 #else
 HWY_INLINE float F16Scalar(f16_t h) { return F16ToF32(h); }
 // Portable: sum_k a[k] * b[k] for k < n (n a multiple of 8) as i32 lanes.
@@ -501,12 +511,11 @@ HWY_INLINE void Q4_0RowDot(const BlockQ4_0* w, const ActQ8* const* a, int64_t nb
 template <int NT>
 HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
 #if SKIPKV_X86_INT8
-  __m256 acc[NT];
-  __m128 accm[NT];
+  __m256 acc[NT], accm[NT];
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) {
     acc[t] = _mm256_setzero_ps();
-    accm[t] = _mm_setzero_ps();
+    accm[t] = _mm256_setzero_ps();
   }
   const __m256i lo4 = _mm256_set1_epi8(0x0f);
   // shuffle_epi8 controls that broadcast 16-bit lane k of a 128-bit half.
@@ -515,16 +524,15 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
   for (int64_t b = 0; b < nb; ++b) {
     const float d = F16Scalar(w[b].d), dmin = F16Scalar(w[b].dmin);
     const __m256i sm16 = Q4KScalesMins16(w[b].scales);
-    const __m128i mins16 = _mm256_extracti128_si256(sm16, 1);
+    const __m256i mins = Q4KMinsPerBsum(sm16);
     const __m256i scales16 = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm16));
     __m256i sumi[NT];
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
-      // bsums (16 x i16) -> pair sums per 32-element sub-block (8 x i16), times mins.
+      // Mins: the 16 bsums times their sub-block's min -> 8 x i32 (exact).
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].bsums));
-      const __m128i bs32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-      const __m128 pm = _mm_cvtepi32_ps(_mm_madd_epi16(mins16, bs32));
-      accm[t] = _mm_fmadd_ps(_mm_set1_ps(dmin * a[t][b].d), pm, accm[t]);
+      const __m256 pm = _mm256_cvtepi32_ps(_mm256_madd_epi16(mins, bs));
+      accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * a[t][b].d), pm, accm[t]);
       sumi[t] = _mm256_setzero_si256();
     }
     for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles), 2j+1 (high)
@@ -549,7 +557,7 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
     }
   }
   SKIPKV_UNROLL
-  for (int t = 0; t < NT; ++t) out[t] = HSum(acc[t]) - HSum128(accm[t]);
+  for (int t = 0; t < NT; ++t) out[t] = HSum(acc[t]) - HSum(accm[t]);
 #else
   const hn::CappedTag<float, 8> df;
   const DI32 di;
@@ -590,37 +598,27 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
 }
 
 #if SKIPKV_X86_INT8
-// The bsums (16 x i16) of each block -> sums per 32-element sub-block (8 x i16).
-HWY_INLINE void Q8KPairSums(const BlockQ8_K* y, int64_t nb, __m128i* bs32) {
-  for (int64_t b = 0; b < nb; ++b) {
-    const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b].bsums));
-    bs32[b] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-  }
-}
-
 // ---- Q4_K x Q8_K, one token (decode) on AVX2: a run of rows ----------------------
 // Per (row, token) the float operations of Q4_KRowDot<1> in the same order, and
 // integer sums that are exact whatever their order, so a decode result equals
-// the token's result in a batch bit for bit. What differs: the token's bsum
-// pair sums come precomputed (`bs32`, once per run instead of once per row and
-// block), the four 64-element steps are unrolled with the scale broadcasts as
-// constants, and the low- and high-nibble products go to two integer chains
-// (sa, sb) added once per block. A standalone probe of one Zen 4 core, 1,536
-// rows x 6 blocks in cache: 27.4-28.2 -> 24.4-25.8 cycles a block.
-HWY_INLINE void Q4_KRowsDot1(const uint8_t* w0, size_t w_row_bytes, int64_t rows, const BlockQ8_K* y,
-                             const __m128i* bs32, int64_t nb, float* out) {
+// the token's result in a batch bit for bit. What differs: the four 64-element
+// steps are unrolled with the scale broadcasts as constants, and the low- and
+// high-nibble products go to two integer chains (sa, sb) added once per block.
+// A standalone probe of one Zen 4 core, 1,536 rows x 6 blocks in cache: 27.4-
+// 28.2 -> 24.4-25.8 cycles a block.
+HWY_INLINE void Q4_KRowsDot1(const uint8_t* w0, size_t w_row_bytes, int64_t rows, const BlockQ8_K* y, int64_t nb,
+                             float* out) {
   const __m256i lo4 = _mm256_set1_epi8(0x0f);
   for (int64_t r = 0; r < rows; ++r) {
     const BlockQ4_K* w = reinterpret_cast<const BlockQ4_K*>(w0 + static_cast<size_t>(r) * w_row_bytes);
-    __m256 acc = _mm256_setzero_ps();
-    __m128 accm = _mm_setzero_ps();
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const float d = F16Scalar(w[b].d), dmin = F16Scalar(w[b].dmin);
       const __m256i sm16 = Q4KScalesMins16(w[b].scales);
-      const __m128i mins16 = _mm256_extracti128_si256(sm16, 1);
       const __m256i scales16 = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm16));
-      const __m128 pm = _mm_cvtepi32_ps(_mm_madd_epi16(mins16, bs32[b]));
-      accm = _mm_fmadd_ps(_mm_set1_ps(dmin * y[b].d), pm, accm);
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b].bsums));
+      const __m256 pm = _mm256_cvtepi32_ps(_mm256_madd_epi16(Q4KMinsPerBsum(sm16), bs));
+      accm = _mm256_fmadd_ps(_mm256_set1_ps(dmin * y[b].d), pm, accm);
       __m256i sa = _mm256_setzero_si256(), sb = _mm256_setzero_si256();
       SKIPKV_UNROLL
       for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles), 2j+1 (high)
@@ -638,7 +636,7 @@ HWY_INLINE void Q4_KRowsDot1(const uint8_t* w0, size_t w_row_bytes, int64_t rows
       }
       acc = _mm256_fmadd_ps(_mm256_set1_ps(d * y[b].d), _mm256_cvtepi32_ps(_mm256_add_epi32(sa, sb)), acc);
     }
-    out[r] = HSum(acc) - HSum128(accm);
+    out[r] = HSum(acc) - HSum(accm);
   }
 }
 #endif
@@ -839,14 +837,16 @@ void Int8RowsVnni(const MatArgs& a, int64_t r0, int64_t r1) {
 #if SKIPKV_X86_INT8
 // Q4_K decode: rows [rb, re) against the single token t (Q4_KRowsDotVnni1 on
 // AVX-512 VNNI, Q4_KRowsDot1 on AVX2); false when the row is too long for the
-// on-stack pair sums.
+// on-stack pair sums (VNNI; on AVX2 the same limit keeps one code path).
 HWY_INLINE bool Q4_KDecodeRows(const MatArgs& a, int64_t rb, int64_t re, int64_t t) {
   constexpr int64_t kMaxBlocks = 128;  // in <= 32,768
   const int64_t nb = a.in / kQK_K;
   if (nb > kMaxBlocks) return false;
   const auto* y = reinterpret_cast<const BlockQ8_K*>(a.act + static_cast<size_t>(t) * a.act_row_bytes);
+#if SKIPKV_VNNI
   __m128i bs32[kMaxBlocks];
   Q8KPairSums(y, nb, bs32);
+#endif
   constexpr int64_t kRun = 32;  // rows per output staging run
   float out[kRun];
   for (int64_t r = rb; r < re; r += kRun) {
@@ -854,7 +854,7 @@ HWY_INLINE bool Q4_KDecodeRows(const MatArgs& a, int64_t rb, int64_t re, int64_t
 #if SKIPKV_VNNI
     Q4_KRowsDotVnni1(a.w + static_cast<size_t>(r) * a.w_row_bytes, a.w_row_bytes, n, y, bs32, nb, out);
 #else
-    Q4_KRowsDot1(a.w + static_cast<size_t>(r) * a.w_row_bytes, a.w_row_bytes, n, y, bs32, nb, out);
+    Q4_KRowsDot1(a.w + static_cast<size_t>(r) * a.w_row_bytes, a.w_row_bytes, n, y, nb, out);
 #endif
     for (int64_t i = 0; i < n; ++i) a.y[t * a.y_stride + r + i] = out[i];
   }

@@ -192,6 +192,14 @@ HWY_INLINE void Q4_KRowsDotVnni1(const uint8_t* w0, size_t w_row_bytes, int64_t 
   }
 }
 
+// The bsums (16 x i16) of each block -> sums per 32-element sub-block (8 x i16).
+HWY_INLINE void Q8KPairSums(const BlockQ8_K* y, int64_t nb, __m128i* bs32) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b].bsums));
+    bs32[b] = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+  }
+}
+
 // ---- Q6_K x Q8_K -----------------------------------------------------------------
 // dot = sum_b d*da * [ sum_g sc_g * (q_g . y_g)  -  32 * sum_g sc_g * bsum_g ],
 // q in [0, 63], groups g of 16. Per half (128 elements) two zmm of quants:
