@@ -321,6 +321,26 @@ HWY_NOINLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0, int64_t k0,
 // this loop nest, GCC kept half the accumulators of a 2 x 4 tile on the stack.
 // F16 8960x1536 n=128 on Zen 5: 195 -> 339 GFLOP/s; the FFN down projection
 // (1536x8960): 189 -> 320 (BENCHMARKS.md).
+// Decode (one token) over rows [rb, re): each row exactly as FloatTile<1, 1>
+// computes it (same FloatTileSpan, same reduction), in one loop instead of a
+// call per row, so the next row's loads overlap the last one's reduction and
+// store.
+template <class WT>
+HWY_NOINLINE void FloatDecodeRun(const MatArgs& a, int64_t rb, int64_t re, int64_t t) {
+  const hn::ScalableTag<float> df;
+  const float* x[1] = {reinterpret_cast<const float*>(a.act + static_cast<size_t>(t) * a.act_row_bytes)};
+  float* y = a.y + t * a.y_stride;
+  for (int64_t r = rb; r < re; ++r) {
+    const WT* w[1];
+    RowPointers(a.w, a.w_row_bytes, r, w);
+    FloatAcc<1, 1> acc;
+    acc.acc0[0][0] = hn::Zero(df);
+    acc.acc1[0][0] = hn::Zero(df);
+    FloatTileSpan<1, 1, WT>(w, x, 0, a.in, a.in, acc);
+    y[r] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc.acc0[0][0], acc.acc1[0][0])));
+  }
+}
+
 template <class WT>
 void FloatRows(const MatArgs& a, int64_t r0, int64_t r1) {
   constexpr bool kAvx512 = HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL;
@@ -333,6 +353,7 @@ void FloatRows(const MatArgs& a, int64_t r0, int64_t r1) {
         nt, [&](auto ntc) { FloatTile<NR, decltype(ntc)::value, WT>(a, r, t, k0, k1, stash); });
   };
   ForEachCacheBlock(a, r0, r1, 4, [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
+    if (te - tb == 1 && a.act_row_bytes <= kDecodeRowActBytes) return FloatDecodeRun<WT>(a, rb, re, tb);
     TileCacheBlock<kRows, kTokens>(a, rb, re, tb, te, kslice, tile);
   }, 8 * kRows);
 }
