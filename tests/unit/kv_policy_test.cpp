@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "kv/kv_compressor.h"
 #include "kv/policies/scored_policy.h"
 #include "kv/score_adjust.h"
@@ -349,7 +351,8 @@ TEST(KvPolicy, StatsAccountBytesExactly) {
 
 TEST(KvPolicy, TraceWritesKeptRunsForSelectedLayers) {
   auto cfg = Config("rkv", 24, 4, 8);
-  cfg.trace_path = ::testing::TempDir() + "kv_trace_test.jsonl";
+  // Per process: CTest runs this test once per SIMD target at the same time.
+  cfg.trace_path = ::testing::TempDir() + "kv_trace_test_" + std::to_string(::getpid()) + ".jsonl";
   cfg.trace_layers = {1};
   auto comp = KvCompressor::Create(cfg, 7);
   ASSERT_TRUE(comp.ok());
