@@ -17,6 +17,8 @@
 #include <set>
 #include <vector>
 
+#include <unistd.h>
+
 #include "kv/kv_compressor.h"
 #include "kv/kv_policy.h"
 #include "kv/policies/skipkv.h"
@@ -294,7 +296,8 @@ TEST(SkipkvPolicy, TraceCarriesTheReportAndThePadding) {
   // penalised slots it evicted (summing to the stats), Δpad and B − Δpad.
   auto cfg = Config("skipkv", 24, 4);
   cfg.pad_policy = PadPolicy::kPadded;
-  cfg.trace_path = ::testing::TempDir() + "/kv_skipkv_trace.jsonl";
+  // Per process: CTest runs this test once per SIMD target at the same time.
+  cfg.trace_path = ::testing::TempDir() + "/kv_skipkv_trace_" + std::to_string(::getpid()) + ".jsonl";
   auto comp = KvCompressor::Create(cfg, 7);
   ASSERT_TRUE(comp.ok());
   SkipkvSequenceState* state = InstallState(**comp, true, 3);
