@@ -153,7 +153,9 @@ inline float* TileStashPair(float* stash, int i, int t) {
 // at zero when k0 == 0, else from `stash` (TileStashPair), and the results
 // are stored when k1 == in, else the accumulators go back to `stash`; an
 // unsliced tile gets [0, in) and no stash.
-// - Fewer than 4 tokens (decode): one row at a time, so each thread reads its
+// - Fewer than 4 tokens (decode; the float paths run a single token whose
+//   activations fit kDecodeRowActBytes in one loop instead, FloatDecodeRun
+//   and DecodeRun): one row at a time, so each thread reads its
 //   weights as one sequential stream (two rows at a time interleave two
 //   streams that each skip every other row, and the hardware prefetcher
 //   follows them worse: F16 decode on Zen 5 went from 7.7-9.5 to 10.5-11.6
