@@ -321,10 +321,9 @@ HWY_NOINLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0, int64_t k0,
 // this loop nest, GCC kept half the accumulators of a 2 x 4 tile on the stack.
 // F16 8960x1536 n=128 on Zen 5: 195 -> 339 GFLOP/s; the FFN down projection
 // (1536x8960): 189 -> 320 (BENCHMARKS.md).
-// Decode (one token) over rows [rb, re): each row exactly as FloatTile<1, 1>
-// computes it (same FloatTileSpan, same reduction), in one loop instead of a
-// call per row, so the next row's loads overlap the last one's reduction and
-// store.
+// Decode (one token) over rows [rb, re), TileCacheBlock's `run`: each row
+// exactly as FloatTile<1, 1> computes it (same FloatTileSpan, same
+// reduction), in one loop instead of a call per row.
 template <class WT>
 HWY_NOINLINE void FloatDecodeRun(const MatArgs& a, int64_t rb, int64_t re, int64_t t) {
   const hn::ScalableTag<float> df;
@@ -352,9 +351,9 @@ void FloatRows(const MatArgs& a, int64_t r0, int64_t r1) {
     WithTileTokens<NR == 1 ? 4 : kTokens>(
         nt, [&](auto ntc) { FloatTile<NR, decltype(ntc)::value, WT>(a, r, t, k0, k1, stash); });
   };
+  const auto run = [&](int64_t rb, int64_t re, int64_t t) { FloatDecodeRun<WT>(a, rb, re, t); };
   ForEachCacheBlock(a, r0, r1, 4, [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
-    if (te - tb == 1 && a.act_row_bytes <= kDecodeRowActBytes) return FloatDecodeRun<WT>(a, rb, re, tb);
-    TileCacheBlock<kRows, kTokens>(a, rb, re, tb, te, kslice, tile);
+    TileCacheBlock<kRows, kTokens>(a, rb, re, tb, te, kslice, tile, run);
   }, 8 * kRows);
 }
 
@@ -547,7 +546,9 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
     const __m256i sm16 = Q4KScalesMins16(w[b].scales);
     const __m256i mins = Q4KMinsPerBsum(sm16);
     const __m256i scales16 = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm16));
-    __m256i sumi[NT];
+    // Integer sums per token: sumi[t], and for one token (decode) a second
+    // chain sumi2 taking the high nibbles (exact, so the order does not matter).
+    __m256i sumi[NT], sumi2 = _mm256_setzero_si256();
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       // Mins: the 16 bsums times their sub-block's min -> 8 x i32 (exact).
@@ -568,10 +569,16 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
         const __m256i p0 = _mm256_maddubs_epi16(ql, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y)));
         const __m256i p1 =
             _mm256_maddubs_epi16(qh, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + 32)));
-        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_madd_epi16(p0, s0),
-                                                             _mm256_madd_epi16(p1, s1)));
+        if constexpr (NT == 1) {
+          sumi[0] = _mm256_add_epi32(sumi[0], _mm256_madd_epi16(p0, s0));
+          sumi2 = _mm256_add_epi32(sumi2, _mm256_madd_epi16(p1, s1));
+        } else {
+          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(_mm256_madd_epi16(p0, s0),
+                                                               _mm256_madd_epi16(p1, s1)));
+        }
       }
     }
+    if constexpr (NT == 1) sumi[0] = _mm256_add_epi32(sumi[0], sumi2);
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
       acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
@@ -620,44 +627,13 @@ HWY_INLINE void Q4_KRowDot(const BlockQ4_K* w, const BlockQ8_K* const* a, int64_
 
 #if SKIPKV_X86_INT8
 // ---- Q4_K x Q8_K, one token (decode) on AVX2: a run of rows ----------------------
-// Per (row, token) the float operations of Q4_KRowDot<1> in the same order, and
-// integer sums that are exact whatever their order, so a decode result equals
-// the token's result in a batch bit for bit. What differs: the four 64-element
-// steps are unrolled with the scale broadcasts as constants, and the low- and
-// high-nibble products go to two integer chains (sa, sb) added once per block.
-// A standalone probe of one Zen 4 core, 1,536 rows x 6 blocks in cache: 27.4-
-// 28.2 -> 24.4-25.8 cycles a block.
+// Q4_KRowDot<1> inlined in the loop over rows (no call per row; its constants
+// leave the loop), so a decode result equals the token's result in a batch
+// bit for bit.
 HWY_INLINE void Q4_KRowsDot1(const uint8_t* w0, size_t w_row_bytes, int64_t rows, const BlockQ8_K* y, int64_t nb,
                              float* out) {
-  const __m256i lo4 = _mm256_set1_epi8(0x0f);
   for (int64_t r = 0; r < rows; ++r) {
-    const BlockQ4_K* w = reinterpret_cast<const BlockQ4_K*>(w0 + static_cast<size_t>(r) * w_row_bytes);
-    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      const float d = F16Scalar(w[b].d), dmin = F16Scalar(w[b].dmin);
-      const __m256i sm16 = Q4KScalesMins16(w[b].scales);
-      const __m256i scales16 = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm16));
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b].bsums));
-      const __m256 pm = _mm256_cvtepi32_ps(_mm256_madd_epi16(Q4KMinsPerBsum(sm16), bs));
-      accm = _mm256_fmadd_ps(_mm256_set1_ps(dmin * y[b].d), pm, accm);
-      __m256i sa = _mm256_setzero_si256(), sb = _mm256_setzero_si256();
-      SKIPKV_UNROLL
-      for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles), 2j+1 (high)
-        const __m256i q4 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * j));
-        const __m256i ql = _mm256_and_si256(q4, lo4);
-        const __m256i qh = _mm256_and_si256(_mm256_srli_epi16(q4, 4), lo4);
-        const __m256i s0 = _mm256_shuffle_epi8(scales16, _mm256_set1_epi16(static_cast<int16_t>(((4 * j + 1) << 8) | (4 * j))));
-        const __m256i s1 =
-            _mm256_shuffle_epi8(scales16, _mm256_set1_epi16(static_cast<int16_t>(((4 * j + 3) << 8) | (4 * j + 2))));
-        const int8_t* yq = y[b].qs + 64 * j;
-        const __m256i p0 = _mm256_maddubs_epi16(ql, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(yq)));
-        const __m256i p1 = _mm256_maddubs_epi16(qh, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(yq + 32)));
-        sa = _mm256_add_epi32(sa, _mm256_madd_epi16(p0, s0));
-        sb = _mm256_add_epi32(sb, _mm256_madd_epi16(p1, s1));
-      }
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(d * y[b].d), _mm256_cvtepi32_ps(_mm256_add_epi32(sa, sb)), acc);
-    }
-    out[r] = HSum(acc) - HSum(accm);
+    Q4_KRowDot<1>(reinterpret_cast<const BlockQ4_K*>(w0 + static_cast<size_t>(r) * w_row_bytes), &y, nb, &out[r]);
   }
 }
 #endif

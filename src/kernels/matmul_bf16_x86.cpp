@@ -178,9 +178,9 @@ SKIPKV_BF16_ATTR __attribute__((noinline)) void Tile(const MatArgs& a, int64_t r
   }
 }
 
-// Decode (one token) over rows [rb, re): each row exactly as Tile<1, 1>
-// computes it (same Span, same reduction), in one loop instead of a call per
-// row (as FloatDecodeRun in matmul.cpp; F16 decode on Zen 4 went 1.21-1.43x).
+// Decode (one token) over rows [rb, re), TileCacheBlock's `run`: each row
+// exactly as Tile<1, 1> computes it (same Span, same reduction), in one loop
+// instead of a call per row (as FloatDecodeRun in matmul.cpp).
 SKIPKV_BF16_ATTR __attribute__((noinline)) void DecodeRun(const MatArgs& a, int64_t rb, int64_t re, int64_t t) {
   const uint16_t* x[1] = {reinterpret_cast<const uint16_t*>(a.act + static_cast<size_t>(t) * a.act_row_bytes)};
   float* y = a.y + t * a.y_stride;
@@ -230,9 +230,9 @@ void Bf16MatRows(const MatArgs& a, int64_t r0, int64_t r1) {
     constexpr int NR = decltype(nr)::value;
     WithTileTokens<4>(nt, [&](auto ntc) { Tile<NR, decltype(ntc)::value>(a, r, t, k0, k1, stash); });
   };
+  const auto run = [&](int64_t rb, int64_t re, int64_t t) { DecodeRun(a, rb, re, t); };
   ForEachCacheBlock(a, r0, r1, 4, [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
-    if (te - tb == 1 && a.act_row_bytes <= kDecodeRowActBytes) return DecodeRun(a, rb, re, tb);
-    TileCacheBlock<3, 4>(a, rb, re, tb, te, kSlice, tile);
+    TileCacheBlock<3, 4>(a, rb, re, tb, te, kSlice, tile, run);
   }, 24);
 }
 

@@ -153,9 +153,11 @@ inline float* TileStashPair(float* stash, int i, int t) {
 // at zero when k0 == 0, else from `stash` (TileStashPair), and the results
 // are stored when k1 == in, else the accumulators go back to `stash`; an
 // unsliced tile gets [0, in) and no stash.
-// - Fewer than 4 tokens (decode; the float paths run a single token whose
-//   activations fit kDecodeRowActBytes in one loop instead, FloatDecodeRun
-//   and DecodeRun): one row at a time, so each thread reads its
+// - One token whose activations fit kDecodeRowActBytes (decode): the block's
+//   rows go to `run(rb, re, t)`, which computes each row exactly as tile(1,
+//   r, t, 1, 0, in, nullptr) would, in one loop instead of a call per row
+//   (F16 decode on Zen 4: 1.21-1.43x; BENCHMARKS.md).
+// - Otherwise fewer than 4 tokens: one row at a time, so each thread reads its
 //   weights as one sequential stream (two rows at a time interleave two
 //   streams that each skip every other row, and the hardware prefetcher
 //   follows them worse: F16 decode on Zen 5 went from 7.7-9.5 to 10.5-11.6
@@ -173,9 +175,9 @@ inline float* TileStashPair(float* stash, int i, int t) {
 //   kslice, a multiple of 2 vectors), each group of 4 tokens goes in k slices
 //   of kslice elements, every slice across all the block's rows before the
 //   next, so the tiles read activations from L1, not L2.
-template <int kRows, int kTokens, class Tile>
+template <int kRows, int kTokens, class Tile, class Run>
 inline void TileCacheBlock(const MatArgs& a, int64_t rb, int64_t re, int64_t tb, int64_t te, int64_t kslice,
-                           Tile&& tile) {
+                           Tile&& tile, Run&& run) {
   using Rows = std::integral_constant<int, kRows>;
   using One = std::integral_constant<int, 1>;
   const auto tokens = [&](auto nr, int64_t r, int64_t t0, int64_t t1, int64_t nt_max, int64_t k0, int64_t k1,
@@ -187,6 +189,7 @@ inline void TileCacheBlock(const MatArgs& a, int64_t rb, int64_t re, int64_t tb,
       t += nt;
     }
   };
+  if (te - tb == 1 && a.act_row_bytes <= kDecodeRowActBytes) return run(rb, re, tb);
   if (te - tb < 4) {
     int64_t r = rb;
     if (a.act_row_bytes > kDecodeRowActBytes) {
