@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <future>
 #include <limits>
 #include <mutex>
 #include <numeric>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "tensor/dtype.h"
@@ -159,6 +161,151 @@ TEST(ThreadPool, LateWorkersNeverRunAnotherLoopsTask) {
       for (size_t t = 0; t < hits[loop].size(); ++t) EXPECT_EQ(hits[loop][t].load(), 1);
     }
   }
+}
+
+// ---- Guarded loops (ThreadPool::RunGuarded) ----
+// A guarded task here: staging = input[task] * 3 + task (an int64), and
+// publish adds one to publishes[task] and stores the staged value in out[task].
+struct GuardedTestCtx {
+  int64_t* out;
+  std::atomic<int>* publishes;
+  int64_t compute_us;  // each run sleeps this long (so workers claim tasks)
+};
+
+void GuardedTestCompute(const void* ctx, const uint8_t* input, int64_t task, uint8_t* staging) {
+  GuardedTestCtx c;
+  std::memcpy(&c, ctx, sizeof c);
+  if (c.compute_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(c.compute_us));
+  int64_t v;
+  std::memcpy(&v, input + task * 8, 8);
+  v = v * 3 + task;
+  std::memcpy(staging, &v, 8);
+}
+
+void GuardedTestPublish(const void* ctx, int64_t task, const uint8_t* staging) {
+  GuardedTestCtx c;
+  std::memcpy(&c, ctx, sizeof c);
+  c.publishes[task].fetch_add(1);
+  std::memcpy(&c.out[task], staging, 8);
+}
+
+struct GuardedTestLoop {
+  std::vector<int64_t> input, out;
+  std::vector<std::atomic<int>> publishes;
+  GuardedTestCtx ctx;
+  ThreadPool::InputPart part;
+  ThreadPool::GuardedLoop loop;
+  GuardedTestLoop(int64_t n, int64_t salt, int64_t compute_us, size_t staging_bytes = 8)
+      : input(n), out(n, -1), publishes(n) {
+    for (int64_t t = 0; t < n; ++t) input[t] = salt * 1000 + t;
+    ctx = {out.data(), publishes.data(), compute_us};
+    part = {input.data(), static_cast<size_t>(n) * 8, 0};
+    loop.compute = GuardedTestCompute;
+    loop.publish = GuardedTestPublish;
+    loop.ctx = &ctx;
+    loop.ctx_bytes = sizeof ctx;
+    loop.input = std::span<const ThreadPool::InputPart>(&part, 1);
+    loop.input_bytes = part.bytes;
+    loop.staging_bytes = staging_bytes;
+    loop.num_tasks = n;
+  }
+  void ExpectDone(const std::string& what) const {
+    for (size_t t = 0; t < out.size(); ++t) {
+      EXPECT_EQ(out[t], input[t] * 3 + static_cast<int64_t>(t)) << what << " task " << t;
+      EXPECT_EQ(publishes[t].load(), 1) << what << " task " << t;
+    }
+  }
+};
+
+TEST(ThreadPool, GuardedLoopsAreOffUnlessEnabled) {
+  ThreadPool pool(2);
+  GuardedTestLoop l(8, 1, 0);
+  EXPECT_FALSE(pool.backup_execution());
+  EXPECT_FALSE(pool.RunGuarded(l.loop));
+  for (int64_t t = 0; t < 8; ++t) EXPECT_EQ(l.publishes[t].load(), 0);
+  ThreadPool single(1);
+  single.SetBackupExecution(true);
+  EXPECT_FALSE(single.backup_execution());
+  EXPECT_FALSE(single.RunGuarded(l.loop));
+}
+
+TEST(ThreadPool, GuardedLoopsPublishEveryTaskOnce) {
+  for (int threads : {2, 3, 5}) {
+    ThreadPool pool(threads);
+    pool.SetBackupExecution(true);
+    // Random delays inside workers' tasks: some are redone by the caller.
+    std::atomic<uint32_t> rng{99};
+    pool.SetGuardedTaskHookForTest([&](int, int64_t) {
+      const uint32_t r = rng.fetch_add(2654435761u) >> 16;
+      if (r % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(r % 400));
+    });
+    // The largest loop first: later ones then never need larger buffers (which
+    // the pool refuses to grow while a late run is in progress).
+    for (int i = 16; i < 216; ++i) {
+      GuardedTestLoop l(1 + i % 17, i, i % 3 == 0 ? 20 : 0);
+      ASSERT_TRUE(pool.RunGuarded(l.loop));
+      l.ExpectDone("threads " + std::to_string(threads) + " loop " + std::to_string(i));
+      if (::testing::Test::HasFailure()) return;
+    }
+    pool.WaitForGuardedTasks();  // late runs read the loops' memory: let them end first
+  }
+}
+
+// A worker held inside its task (as a neighbouring process would preempt it)
+// does not hold up the loop: the caller redoes the task. When the worker
+// resumes, its late result is discarded, and while its run is in progress
+// the pool does not grow the buffers it uses (that loop falls back).
+TEST(ThreadPool, GuardedLoopRedoesAHeldWorkersTask) {
+  ThreadPool pool(2);
+  pool.SetBackupExecution(true);
+  std::mutex m;
+  std::condition_variable cv;
+  bool released = false;
+  std::atomic<bool> held{false};
+  pool.SetGuardedTaskHookForTest([&](int, int64_t) {
+    if (held.exchange(true)) return;  // hold the first run only
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return released; });
+  });
+  // Tasks take 1 ms each, so the worker claims one within the first loops.
+  std::vector<std::unique_ptr<GuardedTestLoop>> loops;
+  bool returned = true;
+  for (int i = 0; i < 50 && !held.load(); ++i) {
+    loops.push_back(std::make_unique<GuardedTestLoop>(8, i, 1000));
+    auto run = std::async(std::launch::async, [&] { return pool.RunGuarded(loops.back()->loop); });
+    if (run.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      returned = false;
+      break;
+    }
+    EXPECT_TRUE(run.get());
+  }
+  ASSERT_TRUE(held.load()) << "the worker never claimed a task";
+  EXPECT_TRUE(returned) << "RunGuarded waited for the held worker";
+  EXPECT_GE(pool.backup_runs(), 1);
+  for (const auto& l : loops) l->ExpectDone("before release");
+  // The held run is still in progress: a loop that needs larger buffers is refused.
+  GuardedTestLoop big(8, 77, 0, /*staging_bytes=*/1 << 20);
+  EXPECT_FALSE(pool.RunGuarded(big.loop));
+  // Overwrite the results, release the worker, let its run end: nothing is republished.
+  for (auto& l : loops) std::fill(l->out.begin(), l->out.end(), -7);
+  {
+    std::lock_guard<std::mutex> lock(m);
+    released = true;
+  }
+  cv.notify_all();
+  pool.WaitForGuardedTasks();
+  for (const auto& l : loops) {
+    for (size_t t = 0; t < l->out.size(); ++t) {
+      EXPECT_EQ(l->out[t], -7) << "a late run published task " << t;
+      EXPECT_EQ(l->publishes[t].load(), 1);
+    }
+  }
+  EXPECT_TRUE(pool.RunGuarded(big.loop));
+  big.ExpectDone("after release");
+  // Ordinary loops still work beside guarded ones.
+  std::atomic<int64_t> sum{0};
+  pool.Run(10, [&](int64_t t, int) { sum.fetch_add(t); });
+  EXPECT_EQ(sum.load(), 45);
 }
 
 TEST(Fp16, ExactValuesRoundTrip) {
