@@ -95,6 +95,10 @@ StatusOr<std::unique_ptr<Engine::Impl>> Engine::Impl::Create(const EngineOptions
   impl->forward = std::make_unique<ForwardPass>(*impl->model);
   SKIPKV_ASSIGN_OR_RETURN(const int threads, ResolveThreadCount(options.threads, "threads"));
   impl->pool = std::make_unique<ThreadPool>(threads);
+  // Decode products redo a preempted worker's chunk instead of waiting for it
+  // (ThreadPool::RunGuarded). Safe here: Impl destroys the pool before the
+  // model whose weights those chunks read.
+  impl->pool->SetBackupExecution(true);
 
   ModelInfo& info = impl->info;
   info.path = path;

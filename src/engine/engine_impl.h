@@ -53,6 +53,8 @@ class Engine::Impl {
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<ForwardPass> forward;
+  // After `model`, so destroyed before it: a guarded decode loop (ThreadPool::RunGuarded)
+  // may leave a preempted worker reading the weights after it returns.
   std::unique_ptr<ThreadPool> pool;
   // Methods per distinct configuration; default_method = options.kv's.
   std::unique_ptr<engine::MethodTable> methods;

@@ -241,6 +241,7 @@ class ForwardBench::Impl {
   KvDType kv_type = KvDType::kF16;
   KvPolicyConfig kv;
   std::shared_ptr<const SkipkvTokenSets> sets;  // policies that use sentences
+  // After `model`, so destroyed before it (see Engine::Impl::pool).
   std::unique_ptr<ThreadPool> pool = std::make_unique<ThreadPool>(1);
   std::unique_ptr<Bench> plain, bench;  // `full`, and the configured policy
 };
@@ -272,6 +273,7 @@ StatusOr<std::unique_ptr<ForwardBench>> ForwardBench::Open(const std::string& mo
 Status ForwardBench::SetThreads(int threads) {
   SKIPKV_ASSIGN_OR_RETURN(const int n, ResolveThreadCount(threads, "--threads"));
   impl_->pool = std::make_unique<ThreadPool>(n);
+  impl_->pool->SetBackupExecution(true);  // as Engine's; Impl destroys the pool before the model
   return Status::Ok();
 }
 

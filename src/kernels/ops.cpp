@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -64,6 +65,58 @@ void LogTargetOnce() {
     SKIPKV_LOG_INFO("kernels: SIMD target %s%s%s", SimdTargetName(), kSimdCapApplied ? " (capped by SKIPKV_SIMD)" : "",
                     internal::Bf16DotActive() ? "; BF16 weights: vdpbf16ps on bf16-rounded activations" : "");
   });
+}
+
+// A decode product (one token) as a guarded loop of the pool
+// (ThreadPool::RunGuarded): a chunk of a worker preempted by a neighbouring
+// process is redone by the caller instead of waited for. Each chunk computes
+// its rows into the worker's staging (Y[r] at staging[r]) from the pool's
+// copy of the activations, and the first run to finish copies them into y.
+// Same kernel, same chunks and same activation bytes as the ordinary loop,
+// so the results are bit-identical to it.
+constexpr int kMaxGuardedProducts = 4;
+struct GuardedProduct {
+  internal::MatArgs args;  // act and y are set per run
+  void (*rows_fn)(const internal::MatArgs&, int64_t, int64_t);
+  size_t act_offset;  // of this product's activations in the pool's input copy
+  float* y;
+  int64_t rows;
+  int64_t chunks;  // ceil(rows / grain)
+};
+struct GuardedMatCtx {
+  int64_t grain;
+  int64_t n_products;
+  GuardedProduct p[kMaxGuardedProducts];
+};
+static_assert(sizeof(GuardedMatCtx) <= ThreadPool::kGuardedCtxBytes);
+
+// Product and rows [r0, r1) of chunk `task`.
+const GuardedProduct& LocateChunk(const GuardedMatCtx& c, int64_t task, int64_t& r0, int64_t& r1) {
+  int64_t i = 0;
+  while (i + 1 < c.n_products && task >= c.p[i].chunks) task -= c.p[i++].chunks;
+  r0 = task * c.grain;
+  r1 = std::min(c.p[i].rows, r0 + c.grain);
+  return c.p[i];
+}
+
+void GuardedMatCompute(const void* ctx, const uint8_t* input, int64_t task, uint8_t* staging) {
+  GuardedMatCtx c;
+  std::memcpy(&c, ctx, sizeof c);
+  int64_t r0 = 0, r1 = 0;
+  const GuardedProduct& p = LocateChunk(c, task, r0, r1);
+  internal::MatArgs a = p.args;
+  a.act = input + p.act_offset;
+  a.y = reinterpret_cast<float*>(staging);
+  p.rows_fn(a, r0, r1);
+}
+
+void GuardedMatPublish(const void* ctx, int64_t task, const uint8_t* staging) {
+  GuardedMatCtx c;
+  std::memcpy(&c, ctx, sizeof c);
+  int64_t r0 = 0, r1 = 0;
+  const GuardedProduct& p = LocateChunk(c, task, r0, r1);
+  std::memcpy(p.y + r0, staging + static_cast<size_t>(r0) * sizeof(float),
+              static_cast<size_t>(r1 - r0) * sizeof(float));
 }
 
 }  // namespace
@@ -139,6 +192,42 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   for (size_t i = 0; i < products.size(); ++i) {
     for (int64_t r = 0; r < products[i].rows; r += grain)
       chunks.push_back({static_cast<int32_t>(i), r, std::min(products[i].rows, r + grain)});
+  }
+  if (n == 1 && pool.backup_execution() && products.size() <= kMaxGuardedProducts) {
+    GuardedMatCtx ctx{};
+    ctx.grain = grain;
+    ctx.n_products = static_cast<int64_t>(products.size());
+    ThreadPool::InputPart parts[kMaxGuardedProducts];
+    size_t n_parts = 0, input_bytes = 0, staging_bytes = 0;
+    for (size_t i = 0; i < products.size(); ++i) {
+      const Product& p = products[i];
+      GuardedProduct& g = ctx.p[i];
+      g.args = p.args;
+      g.rows_fn = p.rows_fn;
+      g.y = p.args.y;
+      g.rows = p.rows;
+      g.chunks = (p.rows + grain - 1) / grain;
+      size_t j = 0;  // products of one activation format share one copy
+      while (j < n_parts && parts[j].data != p.args.act) ++j;
+      if (j == n_parts) {
+        parts[n_parts++] = {p.args.act, p.args.act_row_bytes, input_bytes};
+        input_bytes += (p.args.act_row_bytes + AlignedBuffer::kAlign - 1) / AlignedBuffer::kAlign * AlignedBuffer::kAlign;
+      }
+      g.act_offset = parts[j].offset;
+      g.args.act = nullptr;
+      g.args.y = nullptr;
+      staging_bytes = std::max(staging_bytes, static_cast<size_t>(p.rows) * sizeof(float));
+    }
+    ThreadPool::GuardedLoop loop;
+    loop.compute = GuardedMatCompute;
+    loop.publish = GuardedMatPublish;
+    loop.ctx = &ctx;
+    loop.ctx_bytes = sizeof ctx;
+    loop.input = std::span<const ThreadPool::InputPart>(parts, n_parts);
+    loop.input_bytes = input_bytes;
+    loop.staging_bytes = staging_bytes;
+    loop.num_tasks = static_cast<int64_t>(chunks.size());
+    if (pool.RunGuarded(loop)) return;
   }
   // Named references: inside the lambda a worker thread would otherwise read
   // its own (empty) thread_local vectors instead of this caller's.

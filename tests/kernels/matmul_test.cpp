@@ -4,9 +4,12 @@
 // bit-identical results for 1 and 3 threads and for MatVec vs MatMul rows.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "kernels/ops.h"
@@ -274,6 +277,54 @@ TEST_P(MatMulTest, GroupMatchesLoneProducts) {
           }
         }
       }
+    }
+  }
+}
+
+// Decode products on a pool with backup execution (ThreadPool::RunGuarded:
+// each chunk computed into the worker's staging from the pool's copy of the
+// activations, published by the first run to finish). Workers' runs are
+// delayed at random so that the caller redoes some chunks; every output stays
+// bit for bit equal to a lone single-threaded MatMul, over groups of up to
+// four weights of every type, with chunks ending inside a weight.
+TEST_P(MatMulTest, GuardedDecodeMatchesLoneProducts) {
+  const int64_t in = 512;
+  const std::vector<std::vector<std::pair<DType, int64_t>>> groups = {
+      {{DType::kQ4_K, 133}, {DType::kQ6_K, 40}, {DType::kF16, 21}, {DType::kQ8_0, 64}},
+      {{DType::kBF16, 9}, {DType::kQ4_0, 33}, {DType::kF32, 5}, {DType::kQ4_K, 7}},
+      {{DType::kQ6_K, 300}}};
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<Weights> ws;
+    for (size_t i = 0; i < groups[g].size(); ++i) ws.push_back(MakeWeights(groups[g][i].first, in, groups[g][i].second, 90 + i));
+    for (const int threads : {2, 3}) {
+      SCOPED_TRACE("group " + std::to_string(g) + " threads=" + std::to_string(threads));
+      ThreadPool p1(1);
+      ThreadPool pool(threads);  // after ws: destroyed first (late runs read the weights)
+      pool.SetBackupExecution(true);
+      std::atomic<uint32_t> rng{7};
+      pool.SetGuardedTaskHookForTest([&](int, int64_t) {
+        const uint32_t r = rng.fetch_add(2654435761u) >> 16;
+        if (r % 2 == 0) std::this_thread::sleep_for(std::chrono::microseconds(100 + r % 300));
+      });
+      // At least 40 iterations, and on until a chunk has been redone (workers
+      // claim chunks only when they wake before the caller has taken them all).
+      for (int it = 0; it < 2000 && (it < 40 || pool.backup_runs() == 0); ++it) {
+        const auto x = RandomVec(in, 300 + it, 0.5f);
+        std::vector<std::vector<float>> ys(ws.size());
+        std::vector<kernels::MatMulOut> outs;
+        for (size_t i = 0; i < ws.size(); ++i) {
+          ys[i].assign(groups[g][i].second, -1.f);
+          outs.push_back({&ws[i].view, ys[i].data()});
+        }
+        kernels::MatMulGroup(outs, x.data(), 1, pool);
+        for (size_t i = 0; i < ws.size(); ++i) {
+          std::vector<float> lone(groups[g][i].second);
+          kernels::MatVec(ws[i].view, x.data(), lone.data(), p1);
+          ASSERT_EQ(0, std::memcmp(ys[i].data(), lone.data(), lone.size() * sizeof(float)))
+              << DTypeName(groups[g][i].first) << " part " << i << " iteration " << it;
+        }
+      }
+      EXPECT_GT(pool.backup_runs(), 0) << "no chunk was redone: the guarded path was not exercised";
     }
   }
 }
