@@ -152,9 +152,27 @@ void QuantizeQ8K(const float* x, int64_t in, BlockQ8_K* out) {
   }
 }
 
+// x -> kQ8Wide: QuantizeQ8's blocks (same scales and quants), widened.
+void QuantizeQ8Wide(const float* x, int64_t in, uint8_t* out) {
+  const int64_t nb = in / 32;
+  float* scales = reinterpret_cast<float*>(out);
+  int16_t* q = reinterpret_cast<int16_t*>(out + ActQ8WideScaleBytes(nb));
+  ActQ8 block;
+  for (int64_t b = 0; b < nb; ++b) {
+    QuantizeQ8(x + b * 32, 32, &block);
+    scales[b] = block.d;
+    for (int i = 0; i < 16; ++i) {
+      q[b * 32 + i] = block.qs[2 * i];
+      q[b * 32 + 16 + i] = block.qs[2 * i + 1];
+    }
+  }
+}
+
 void QuantizeActivationsT(ActFormat f, const float* x, int64_t in, uint8_t* out) {
   if (f == ActFormat::kQ8) {
     QuantizeQ8(x, in, reinterpret_cast<ActQ8*>(out));
+  } else if (f == ActFormat::kQ8Wide) {
+    QuantizeQ8Wide(x, in, out);
   } else if (f == ActFormat::kQ8K) {
     QuantizeQ8K(x, in, reinterpret_cast<BlockQ8_K*>(out));
   } else if (f == ActFormat::kBF16) {
@@ -478,6 +496,43 @@ HWY_INLINE void Q8_0RowDot(const BlockQ8_0* w, const ActQ8* const* a, int64_t nb
 #endif
 }
 
+#if SKIPKV_X86_INT8 && !SKIPKV_VNNI
+// Q8_0 rows against kQ8Wide activations (batches on AVX2/AVX3). Per weight
+// block, its even- and odd-indexed quants as int16 (shifts of the 16-bit
+// lanes), reused by the NT tokens; per (block, token) two vpmaddwd and an add
+// give int32 lane j = sum of w[i] * a[i] over i in [4j, 4j + 4): the lanes of
+// Q8_0RowDot's vpmaddubsw + vpmaddwd, followed by the same conversion, scale
+// and FMA, so the result is bit-identical to Q8_0RowDot's.
+template <int NT>
+HWY_INLINE void Q8_0RowDotWide(const BlockQ8_0* w, const uint8_t* const* a, int64_t nb, float* out) {
+  const float* scale[NT];
+  const int16_t* q[NT];
+  SKIPKV_UNROLL
+  for (int t = 0; t < NT; ++t) {
+    scale[t] = reinterpret_cast<const float*>(a[t]);
+    q[t] = reinterpret_cast<const int16_t*>(a[t] + ActQ8WideScaleBytes(nb));
+  }
+  __m256 acc[NT];
+  SKIPKV_UNROLL
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
+    const __m256i even = _mm256_srai_epi16(_mm256_slli_epi16(qw, 8), 8);
+    const __m256i odd = _mm256_srai_epi16(qw, 8);
+    const float dw = F16Scalar(w[b].d);
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      const auto* qa = reinterpret_cast<const __m256i*>(q[t] + b * 32);
+      const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(even, _mm256_loadu_si256(qa)),
+                                         _mm256_madd_epi16(odd, _mm256_loadu_si256(qa + 1)));
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * scale[t][b]), _mm256_cvtepi32_ps(s), acc[t]);
+    }
+  }
+  SKIPKV_UNROLL
+  for (int t = 0; t < NT; ++t) out[t] = HSum(acc[t]);
+}
+#endif
+
 // ---- Q4_0 x ActQ8 ---------------------------------------------------------------
 
 template <int NT>
@@ -760,6 +815,13 @@ void RowTile(const MatArgs& a, int64_t r, int64_t t0) {
   float out[NT];
   switch (a.type) {
     case DType::kQ8_0:
+#if SKIPKV_X86_INT8 && !SKIPKV_VNNI
+      if (a.act_format == ActFormat::kQ8Wide) {
+        Q8_0RowDotWide<NT>(reinterpret_cast<const BlockQ8_0*>(wrow), act, a.in / 32, out);
+        break;
+      }
+#endif
+      SKIPKV_CHECK_MSG(a.act_format == ActFormat::kQ8, "MatRows: Q8_0 activations in an unexpected format");
       Q8_0RowDot<NT>(reinterpret_cast<const BlockQ8_0*>(wrow), reinterpret_cast<const ActQ8* const*>(act),
                      a.in / 32, out);
       break;
@@ -917,6 +979,7 @@ void MatRowsT(const MatArgs& a, int64_t r0, int64_t r1) {
 
 const char* TargetNameT() { return hwy::TargetName(HWY_TARGET); }
 bool DispatchIsAvx3DlT() { return HWY_TARGET == HWY_AVX3_DL; }
+bool Q8WideActiveT() { return SKIPKV_X86_INT8 && !SKIPKV_VNNI; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace skipkv::kernels::internal
@@ -928,9 +991,11 @@ HWY_EXPORT(QuantizeActivationsT);
 HWY_EXPORT(MatRowsT);
 HWY_EXPORT(TargetNameT);
 HWY_EXPORT(DispatchIsAvx3DlT);
+HWY_EXPORT(Q8WideActiveT);
 
 const char* TargetNameSimd() { return HWY_DYNAMIC_DISPATCH(TargetNameT)(); }
 bool DispatchIsAvx3Dl() { return HWY_DYNAMIC_DISPATCH(DispatchIsAvx3DlT)(); }
+bool Q8WideActive() { return HWY_DYNAMIC_DISPATCH(Q8WideActiveT)(); }
 
 void QuantizeActivations(ActFormat f, const float* x, int64_t in, uint8_t* out) {
   HWY_DYNAMIC_DISPATCH(QuantizeActivationsT)(f, x, in, out);

@@ -131,9 +131,11 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   LogTargetOnce();
   if (n <= 0) return;
   // One quantisation of X per activation format the group's weights consume.
-  constexpr int kFormats = static_cast<int>(internal::ActFormat::kBF16) + 1;  // kBF16 is the last format
+  constexpr int kFormats = internal::kNumActFormats;
   thread_local AlignedBuffer act_bufs[kFormats];
   const uint8_t* act_of[kFormats] = {};
+  // Q8_0 batches on AVX2/AVX3 take widened activations (bit-identical results).
+  const bool q8_wide = n >= 2 && internal::Q8WideActive();
   struct Product {
     internal::MatArgs args;
     void (*rows_fn)(const internal::MatArgs&, int64_t, int64_t);
@@ -146,7 +148,9 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
     const TensorView& w = *o.w;
     // BF16 weights take bf16 activations where the CPU has bf16 dot products.
     const bool bf16_dot = w.type == DType::kBF16 && internal::Bf16DotActive();
-    const internal::ActFormat fmt = bf16_dot ? internal::ActFormat::kBF16 : internal::ActFormatFor(w.type);
+    const internal::ActFormat fmt = bf16_dot                                ? internal::ActFormat::kBF16
+                                    : q8_wide && w.type == DType::kQ8_0 ? internal::ActFormat::kQ8Wide
+                                                                        : internal::ActFormatFor(w.type);
     Product p{};
     internal::MatArgs& a = p.args;
     a.type = w.type;
@@ -154,6 +158,7 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
     a.w_row_bytes = w.RowBytesCount();
     a.in = in;
     a.n = n;
+    a.act_format = fmt;
     a.y = o.y;
     a.y_stride = w.NumRows();
     a.act_row_bytes = internal::ActRowBytes(fmt, in);

@@ -29,8 +29,19 @@ struct ActQ8 {
 static_assert(sizeof(ActQ8) == 36);
 
 // The activation format the SIMD matmul of weight type t consumes (kBF16:
-// `in` bf16 values, for BF16 weights where Bf16DotActive(); chosen in ops.cpp).
-enum class ActFormat { kF32, kQ8, kQ8K, kBF16 };
+// `in` bf16 values, for BF16 weights where Bf16DotActive(); kQ8Wide: Q8_0
+// batches where Q8WideActive(); both chosen in ops.cpp).
+enum class ActFormat { kF32, kQ8, kQ8K, kBF16, kQ8Wide };
+constexpr int kNumActFormats = static_cast<int>(ActFormat::kQ8Wide) + 1;
+
+// kQ8Wide: the ActQ8 blocks of a token, widened to int16 for the AVX2/AVX3
+// Q8_0 batch kernel (two vpmaddwd per block instead of vpsignb, vpmaddubsw
+// and vpmaddwd). One token's row: the nb block scales (f32, the ActQ8 d),
+// padded to 64 bytes, then per block its 32 quants as int16, the 16
+// even-indexed ones (qs[0], qs[2], ...) and then the 16 odd-indexed ones.
+// Same values as ActQ8: the kernel's int32 lanes, and so its results, are
+// bit-identical to the ActQ8 kernel's.
+inline size_t ActQ8WideScaleBytes(int64_t nb) { return (static_cast<size_t>(nb) * sizeof(float) + 63) / 64 * 64; }
 inline ActFormat ActFormatFor(DType t) {
   switch (t) {
     case DType::kQ8_0:
@@ -52,6 +63,8 @@ inline size_t ActRowBytes(ActFormat f, int64_t in) {
       return static_cast<size_t>(in / kQK_K) * sizeof(BlockQ8_K);
     case ActFormat::kBF16:
       return static_cast<size_t>(in) * sizeof(uint16_t);
+    case ActFormat::kQ8Wide:
+      return ActQ8WideScaleBytes(in / 32) + static_cast<size_t>(in) * sizeof(int16_t);
     default:
       return static_cast<size_t>(in) * sizeof(float);
   }
@@ -66,6 +79,7 @@ struct MatArgs {
   const uint8_t* act;   // token t at act + t * act_row_bytes (format ActFormatFor(type))
   size_t act_row_bytes;
   int64_t n;            // tokens
+  ActFormat act_format;  // of `act`: ActFormatFor(type), or kBF16 / kQ8Wide (see ActFormat)
   float* y;             // Y[t][r] at y[t * y_stride + r]
   int64_t y_stride;
 };
@@ -246,6 +260,9 @@ void ConvertF16ToF32Simd(const uint16_t* src, float* dst, int64_t n);
 const char* TargetNameSimd();
 // True when the dynamic dispatch runs the AVX3_DL target (matmul.cpp).
 bool DispatchIsAvx3Dl();
+// True when the dispatched target's Q8_0 batch kernel takes ActFormat::kQ8Wide
+// activations (AVX2 and AVX3 without VNNI; matmul.cpp).
+bool Q8WideActive();
 
 // BF16 weights as bf16 dot products (matmul_bf16_x86.cpp): active when the
 // CPU has AVX512_BF16 and the dispatch runs AVX3_DL. Activations are then
