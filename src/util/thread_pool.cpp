@@ -211,10 +211,14 @@ bool ThreadPool::RunGuarded(const GuardedLoop& loop) {
   // RunGuardedTask's increment-then-check): a run that passes its check is
   // counted here, and one that is not counted fails its check.
   spec_seq_.store(0, std::memory_order_seq_cst);
-  const bool grow = input_.size() < loop.input_bytes || staging_bytes_ < loop.staging_bytes || !published_;
+  const bool grow = input_bytes_ < loop.input_bytes || staging_bytes_ < loop.staging_bytes || !published_;
   if (grow) {
     if (guarded_running_.load(std::memory_order_seq_cst) != 0) return false;
-    if (input_.size() < loop.input_bytes) input_.Resize(std::max(loop.input_bytes, input_.size() * 3 / 2));
+    if (input_bytes_ < loop.input_bytes) {
+      input_bytes_ = std::max(loop.input_bytes, input_bytes_ * 3 / 2);
+      inputs_.resize(static_cast<size_t>(num_threads_) + 1);
+      for (AlignedBuffer& b : inputs_) b.Resize(input_bytes_);
+    }
     if (staging_bytes_ < loop.staging_bytes) {
       staging_bytes_ = std::max(loop.staging_bytes, staging_bytes_ * 3 / 2);
       staging_.resize(static_cast<size_t>(num_threads_));
@@ -223,17 +227,24 @@ bool ThreadPool::RunGuarded(const GuardedLoop& loop) {
     if (!published_) {
       published_ = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(kMaxGuardedTasks));
       for (int64_t t = 0; t < kMaxGuardedTasks; ++t) published_[t].store(0, std::memory_order_relaxed);
+      input_readers_ = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(num_threads_) + 1);
+      for (int i = 0; i <= num_threads_; ++i) input_readers_[i].store(0, std::memory_order_relaxed);
     }
   }
-  // A losing run of an earlier loop may read input_ while this overwrites it;
-  // it then computes garbage that it cannot publish (see the header).
-  for (const InputPart& part : loop.input) {
-    std::memcpy(input_.as<uint8_t>() + part.offset, part.data, part.bytes);
-  }
+  // An input slot no run reads. Each late run holds at most one slot and at
+  // most num_threads() - 1 workers run late, so one of the num_threads() + 1
+  // is free. A run that is not counted here fails its check of the spec,
+  // which is invalid now, before it reads its slot (RunGuardedTask).
+  int slot = 0;
+  while (slot <= num_threads_ && input_readers_[slot].load(std::memory_order_seq_cst) != 0) ++slot;
+  if (slot > num_threads_) return false;
+  uint8_t* input = inputs_[static_cast<size_t>(slot)].as<uint8_t>();
+  for (const InputPart& part : loop.input) std::memcpy(input + part.offset, part.data, part.bytes);
   std::atomic_thread_fence(std::memory_order_release);
   spec_[0].store(reinterpret_cast<uintptr_t>(loop.compute), std::memory_order_relaxed);
   spec_[1].store(reinterpret_cast<uintptr_t>(loop.publish), std::memory_order_relaxed);
   spec_[2].store(static_cast<uint64_t>(loop.num_tasks), std::memory_order_relaxed);
+  spec_[3].store(static_cast<uint64_t>(slot), std::memory_order_relaxed);
   uint64_t words[kGuardedCtxBytes / 8] = {};
   std::memcpy(words, loop.ctx, loop.ctx_bytes);
   for (size_t i = 0; i < kGuardedCtxBytes / 8; ++i) spec_[kSpecHeaderWords + i].store(words[i], std::memory_order_relaxed);
@@ -249,7 +260,7 @@ bool ThreadPool::RunGuarded(const GuardedLoop& loop) {
     wake_.notify_all();
   }
   DrainTasks(seq, 0);
-  WaitWithBackup(seq, loop);
+  WaitWithBackup(seq, loop, input);
   return true;
 }
 
@@ -270,11 +281,22 @@ bool ThreadPool::RunGuardedTask(uint64_t seq, uint64_t left, int worker) {
   const auto compute = reinterpret_cast<decltype(GuardedLoop::compute)>(static_cast<uintptr_t>(header[0]));
   const auto publish = reinterpret_cast<decltype(GuardedLoop::publish)>(static_cast<uintptr_t>(header[1]));
   const int64_t task = static_cast<int64_t>(header[2]) - static_cast<int64_t>(left);
-  // Valid spec and our counted run: input_ and staging_ stay put until we leave.
+  const size_t slot = static_cast<size_t>(header[3]);
+  // Count ourselves as a reader of the slot, then check the spec again (the
+  // Dekker pair of RunGuarded's slot choice): either the caller sees us and
+  // leaves the slot alone, or we see the spec invalidated and read nothing.
+  input_readers_[slot].fetch_add(1, std::memory_order_seq_cst);
+  struct Unread {
+    std::atomic<int>& readers;
+    ~Unread() { readers.fetch_sub(1, std::memory_order_release); }
+  } unread{input_readers_[slot]};
+  if (spec_seq_.load(std::memory_order_seq_cst) != seq) return false;
+  // Valid spec and our counted run: inputs_ and staging_ stay put, and our
+  // slot unchanged, until we leave.
   uint8_t* staging = staging_[static_cast<size_t>(worker)].as<uint8_t>();
   if (worker != 0 && guarded_hook_) guarded_hook_(worker, task);
   const auto start = std::chrono::steady_clock::now();
-  compute(ctx, input_.as<uint8_t>(), task, staging);
+  compute(ctx, inputs_[slot].as<uint8_t>(), task, staging);
   if (worker == 0) {
     const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
     caller_longest_task_ns_ = std::max(caller_longest_task_ns_, ns);
@@ -295,7 +317,7 @@ bool ThreadPool::TryPublish(uint64_t seq, int64_t task) {
   return false;
 }
 
-void ThreadPool::WaitWithBackup(uint64_t seq, const GuardedLoop& loop) {
+void ThreadPool::WaitWithBackup(uint64_t seq, const GuardedLoop& loop, const uint8_t* input) {
   if (unfinished_.load(std::memory_order_acquire) == 0) return;
   // Tasks claimed by other workers are running. On a quiet machine they end
   // within about one task's time; a preempted worker's ends a time slice
@@ -311,7 +333,7 @@ void ThreadPool::WaitWithBackup(uint64_t seq, const GuardedLoop& loop) {
   uint8_t* staging = staging_[0].as<uint8_t>();
   for (int64_t t = 0; t < loop.num_tasks && unfinished_.load(std::memory_order_acquire) > 0; ++t) {
     if (published_[t].load(std::memory_order_acquire) >= seq) continue;
-    loop.compute(loop.ctx, input_.as<uint8_t>(), t, staging);
+    loop.compute(loop.ctx, input, t, staging);
     if (TryPublish(seq, t)) {
       backup_runs_.fetch_add(1, std::memory_order_relaxed);
       loop.publish(loop.ctx, t, staging);

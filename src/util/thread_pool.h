@@ -72,11 +72,13 @@ class ThreadPool {
   //  - publish(ctx, task, staging) copies a finished task's result out. It
   //    runs exactly once per task, before RunGuarded returns.
   // A losing run (a preempted worker whose task was redone) may still be
-  // computing after RunGuarded has returned. It then reads the pool's input
-  // copy while a later loop overwrites it (its result is discarded: that task
-  // is already published), and memory reached through ctx, which must
-  // therefore stay mapped until WaitForGuardedTasks() returns or the pool is
-  // destroyed: destroy the pool before the weights it multiplies.
+  // computing after RunGuarded has returned. The pool keeps its input copy
+  // unchanged until it ends (the copies rotate through num_threads() + 1
+  // slots, and a later loop writes only a slot no run is reading), but memory
+  // reached through ctx must stay mapped until WaitForGuardedTasks() returns
+  // or the pool is destroyed: destroy the pool before the weights it
+  // multiplies. Such memory may change meanwhile (the late result is
+  // discarded), and compute must not fault on any contents of it.
   // Returns false, having run nothing, when guarded loops are off (the
   // default; see SetBackupExecution), the pool has one thread, num_tasks
   // exceeds kMaxGuardedTasks, ctx_bytes exceeds kGuardedCtxBytes, or the
@@ -164,7 +166,7 @@ class ThreadPool {
   // Counts a finished task; the last one wakes a sleeping caller.
   void FinishTask(int worker);
   void WaitForTasks();
-  void WaitWithBackup(uint64_t seq, const GuardedLoop& loop);
+  void WaitWithBackup(uint64_t seq, const GuardedLoop& loop, const uint8_t* input);
 
   int num_threads_;
   std::vector<std::thread> threads_;
@@ -185,15 +187,18 @@ class ThreadPool {
 
   // The current guarded loop, a seqlock: spec_seq_ is the loop's sequence
   // number while spec_ holds it, 0 while the caller rewrites it. Header
-  // words: compute, publish, num_tasks; then the ctx bytes.
-  static constexpr int kSpecHeaderWords = 3;
+  // words: compute, publish, num_tasks, input slot; then the ctx bytes.
+  static constexpr int kSpecHeaderWords = 4;
   static constexpr int kSpecWords = kSpecHeaderWords + static_cast<int>(kGuardedCtxBytes / 8);
   std::atomic<uint64_t> spec_[kSpecWords] = {};
   std::atomic<uint64_t> spec_seq_{0};
   // Runs of guarded tasks in progress, losing ones included. The buffers below
   // are resized only while it is 0 (and the spec is invalid).
   std::atomic<int> guarded_running_{0};
-  AlignedBuffer input_;
+  // Input copies, one per slot, and the runs reading each (see RunGuarded).
+  std::vector<AlignedBuffer> inputs_;
+  std::unique_ptr<std::atomic<int>[]> input_readers_;
+  size_t input_bytes_ = 0;
   std::vector<AlignedBuffer> staging_;  // one per worker
   size_t staging_bytes_ = 0;
   // published_[task]: the sequence number of the last guarded loop whose
