@@ -67,14 +67,18 @@ void LogTargetOnce() {
   });
 }
 
-// A decode product (one token) as a guarded loop of the pool
-// (ThreadPool::RunGuarded): a chunk of a worker preempted by a neighbouring
-// process is redone by the caller instead of waited for. Each chunk computes
-// its rows into the worker's staging (Y[r] at staging[r]) from the pool's
-// copy of the activations, and the first run to finish copies them into y.
-// Same kernel, same chunks and same activation bytes as the ordinary loop,
-// so the results are bit-identical to it.
+// A decode product (one token, or a decode batch of up to kMaxGuardedTokens)
+// as a guarded loop of the pool (ThreadPool::RunGuarded): a chunk of a worker
+// preempted by a neighbouring process is redone by the caller instead of
+// waited for. Each chunk computes its rows into the worker's staging (Y[t][r]
+// at staging[t * rows + r]) from the pool's copy of the activations, and the
+// first run to finish copies them into y. Same kernel, same chunks and same
+// activation bytes as the ordinary loop, so the results are bit-identical to
+// it. Prefill batches (more tokens, or staging over kMaxGuardedStagingBytes)
+// take the ordinary loop: their chunks are long, so a stall costs them less.
 constexpr int kMaxGuardedProducts = 4;
+constexpr int64_t kMaxGuardedTokens = 16;
+constexpr size_t kMaxGuardedStagingBytes = size_t{16} << 20;
 struct GuardedProduct {
   internal::MatArgs args;  // act and y are set per run
   void (*rows_fn)(const internal::MatArgs&, int64_t, int64_t);
@@ -115,8 +119,10 @@ void GuardedMatPublish(const void* ctx, int64_t task, const uint8_t* staging) {
   std::memcpy(&c, ctx, sizeof c);
   int64_t r0 = 0, r1 = 0;
   const GuardedProduct& p = LocateChunk(c, task, r0, r1);
-  std::memcpy(p.y + r0, staging + static_cast<size_t>(r0) * sizeof(float),
-              static_cast<size_t>(r1 - r0) * sizeof(float));
+  for (int64_t t = 0; t < p.args.n; ++t) {
+    const size_t at = static_cast<size_t>(t * p.args.y_stride + r0);
+    std::memcpy(p.y + at, staging + at * sizeof(float), static_cast<size_t>(r1 - r0) * sizeof(float));
+  }
 }
 
 }  // namespace
@@ -198,7 +204,10 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
     for (int64_t r = 0; r < products[i].rows; r += grain)
       chunks.push_back({static_cast<int32_t>(i), r, std::min(products[i].rows, r + grain)});
   }
-  if (n == 1 && pool.backup_execution() && products.size() <= kMaxGuardedProducts) {
+  int64_t max_rows = 0;
+  for (const Product& p : products) max_rows = std::max(max_rows, p.rows);
+  if (n <= kMaxGuardedTokens && static_cast<size_t>(n * max_rows) * sizeof(float) <= kMaxGuardedStagingBytes &&
+      pool.backup_execution() && products.size() <= kMaxGuardedProducts) {
     GuardedMatCtx ctx{};
     ctx.grain = grain;
     ctx.n_products = static_cast<int64_t>(products.size());
@@ -215,13 +224,14 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
       size_t j = 0;  // products of one activation format share one copy
       while (j < n_parts && parts[j].data != p.args.act) ++j;
       if (j == n_parts) {
-        parts[n_parts++] = {p.args.act, p.args.act_row_bytes, input_bytes};
-        input_bytes += (p.args.act_row_bytes + AlignedBuffer::kAlign - 1) / AlignedBuffer::kAlign * AlignedBuffer::kAlign;
+        const size_t bytes = p.args.act_row_bytes * static_cast<size_t>(n);
+        parts[n_parts++] = {p.args.act, bytes, input_bytes};
+        input_bytes += (bytes + AlignedBuffer::kAlign - 1) / AlignedBuffer::kAlign * AlignedBuffer::kAlign;
       }
       g.act_offset = parts[j].offset;
       g.args.act = nullptr;
       g.args.y = nullptr;
-      staging_bytes = std::max(staging_bytes, static_cast<size_t>(p.rows) * sizeof(float));
+      staging_bytes = std::max(staging_bytes, static_cast<size_t>(n * p.rows) * sizeof(float));
     }
     ThreadPool::GuardedLoop loop;
     loop.compute = GuardedMatCompute;

@@ -281,12 +281,13 @@ TEST_P(MatMulTest, GroupMatchesLoneProducts) {
   }
 }
 
-// Decode products on a pool with backup execution (ThreadPool::RunGuarded:
-// each chunk computed into the worker's staging from the pool's copy of the
-// activations, published by the first run to finish). Workers' runs are
-// delayed at random so that the caller redoes some chunks; every output stays
-// bit for bit equal to a lone single-threaded MatMul, over groups of up to
-// four weights of every type, with chunks ending inside a weight.
+// Decode products (one token, and decode batches of 3 and 16) on a pool with
+// backup execution (ThreadPool::RunGuarded: each chunk computed into the
+// worker's staging from the pool's copy of the activations, published by the
+// first run to finish). Workers' runs are delayed at random so that the
+// caller redoes some chunks; every output stays bit for bit equal to a lone
+// single-threaded MatMul, over groups of up to four weights of every type,
+// with chunks ending inside a weight.
 TEST_P(MatMulTest, GuardedDecodeMatchesLoneProducts) {
   const int64_t in = 512;
   const std::vector<std::vector<std::pair<DType, int64_t>>> groups = {
@@ -309,19 +310,20 @@ TEST_P(MatMulTest, GuardedDecodeMatchesLoneProducts) {
       // At least 40 iterations, and on until a chunk has been redone (workers
       // claim chunks only when they wake before the caller has taken them all).
       for (int it = 0; it < 2000 && (it < 40 || pool.backup_runs() == 0); ++it) {
-        const auto x = RandomVec(in, 300 + it, 0.5f);
+        const int64_t n = it % 3 == 0 ? 1 : it % 3 == 1 ? 3 : 16;
+        const auto x = RandomVec(in * n, 300 + it, 0.5f);
         std::vector<std::vector<float>> ys(ws.size());
         std::vector<kernels::MatMulOut> outs;
         for (size_t i = 0; i < ws.size(); ++i) {
-          ys[i].assign(groups[g][i].second, -1.f);
+          ys[i].assign(n * groups[g][i].second, -1.f);
           outs.push_back({&ws[i].view, ys[i].data()});
         }
-        kernels::MatMulGroup(outs, x.data(), 1, pool);
+        kernels::MatMulGroup(outs, x.data(), n, pool);
         for (size_t i = 0; i < ws.size(); ++i) {
-          std::vector<float> lone(groups[g][i].second);
-          kernels::MatVec(ws[i].view, x.data(), lone.data(), p1);
+          std::vector<float> lone(n * groups[g][i].second);
+          kernels::MatMul(ws[i].view, x.data(), n, lone.data(), p1);
           ASSERT_EQ(0, std::memcmp(ys[i].data(), lone.data(), lone.size() * sizeof(float)))
-              << DTypeName(groups[g][i].first) << " part " << i << " iteration " << it;
+              << DTypeName(groups[g][i].first) << " part " << i << " n=" << n << " iteration " << it;
         }
       }
       EXPECT_GT(pool.backup_runs(), 0) << "no chunk was redone: the guarded path was not exercised";
