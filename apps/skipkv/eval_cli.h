@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "eval/sweep.h"
+#include "terminal.h"
 
 namespace skipkv::cli {
 
@@ -42,7 +43,8 @@ inline StatusOr<std::vector<int64_t>> ParseBudgetList(const std::string& s) {
 }
 
 // A progress line on stderr: redrawn in place on a terminal (at most 4 times
-// a second), otherwise a line per 5% or 30 s.
+// a second, cut to the terminal's width with the per-method figures that do
+// not fit counted), otherwise a line per 5% or 30 s, in full.
 class SweepBar {
  public:
   explicit SweepBar(bool quiet) : quiet_(quiet), tty_(isatty(fileno(stderr)) != 0) {}
@@ -59,17 +61,21 @@ class SweepBar {
     char eta[48] = "ETA --";
     if (p.done > 0 && !final) std::snprintf(eta, sizeof eta, "ETA %.0f s", p.elapsed_s * (1 - frac) / frac);
     if (final) std::snprintf(eta, sizeof eta, "done");
-    std::string acc;
+    std::vector<std::string> acc;
     for (const auto& [label, v] : p.accuracy) {
       char buf[96];
       std::snprintf(buf, sizeof buf, " | %s %lld/%lld %.0f%%", label.c_str(), static_cast<long long>(v.first),
                     static_cast<long long>(v.second), v.second ? 100.0 * v.first / v.second : 0.0);
-      acc += buf;
+      acc.emplace_back(buf);
     }
-    std::fprintf(stderr, "%seval %lld/%lld (%lld resumed) %.0f s, %s%s%s", tty_ ? "\r\033[K" : "",
-                 static_cast<long long>(p.done), static_cast<long long>(p.total),
-                 static_cast<long long>(p.resumed), p.elapsed_s, eta, acc.c_str(),
-                 tty_ && !final ? "" : "\n");
+    char head[160];
+    std::snprintf(head, sizeof head, "eval %lld/%lld (%lld resumed) %.0f s, %s", static_cast<long long>(p.done),
+                  static_cast<long long>(p.total), static_cast<long long>(p.resumed), p.elapsed_s, eta);
+    // Redrawn in place: within the terminal's width (the last column left
+    // free), the per-method figures that do not fit counted instead.
+    const bool redraw = tty_ && !final;
+    const std::string line = FitLine(head, acc, redraw ? TerminalColumns(fileno(stderr)) - 1 : 0);
+    std::fprintf(stderr, "%s%s%s", tty_ ? "\r\033[K" : "", line.c_str(), redraw ? "" : "\n");
     std::fflush(stderr);
   }
 

@@ -1,5 +1,6 @@
 // A one-line progress bar on stderr with elapsed time and ETA, for long CLI
-// work (make-model, convert). On a terminal it redraws in place at most ten
+// work (make-model, convert). On a terminal it redraws in place, within the
+// terminal's width (a wrapped line cannot be redrawn), at most ten
 // times a second; when stderr is a file or pipe it prints a line per 10% so
 // logs stay short. Units are whatever the caller counts (elements, tensors).
 #pragma once
@@ -10,6 +11,8 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+
+#include "terminal.h"
 
 namespace skipkv::cli {
 
@@ -38,8 +41,13 @@ class ProgressBar {
     char eta[32] = "ETA --";
     if (frac > 0.0 && frac < 1.0) std::snprintf(eta, sizeof eta, "ETA %.0f s", elapsed * (1.0 - frac) / frac);
     if (frac >= 1.0) std::snprintf(eta, sizeof eta, "done");
-    std::fprintf(stderr, "%s%s [%s] %3.0f%% %.0f s, %s  %-32.32s%s", tty_ ? "\r" : "", label_.c_str(), bar,
-                 100.0 * frac, elapsed, eta, detail.c_str(), tty_ ? "" : "\n");
+    char line[512];
+    std::snprintf(line, sizeof line, "%s [%s] %3.0f%% %.0f s, %s  %.32s", label_.c_str(), bar, 100.0 * frac,
+                  elapsed, eta, detail.c_str());
+    // Within the terminal's width (the last column left free): a wrapped
+    // line would not be redrawn in place.
+    const std::string shown = FitLine(line, {}, tty_ ? TerminalColumns(fileno(stderr)) - 1 : 0);
+    std::fprintf(stderr, "%s%s%s", tty_ ? "\r\033[K" : "", shown.c_str(), tty_ ? "" : "\n");
     if (tty_ && frac >= 1.0) std::fprintf(stderr, "\n");
     std::fflush(stderr);
   }
