@@ -62,8 +62,10 @@ const bool kSimdCapApplied = [] {
 void LogTargetOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
-    SKIPKV_LOG_INFO("kernels: SIMD target %s%s%s", SimdTargetName(), kSimdCapApplied ? " (capped by SKIPKV_SIMD)" : "",
-                    internal::Bf16DotActive() ? "; BF16 weights: vdpbf16ps on bf16-rounded activations" : "");
+    SKIPKV_LOG_INFO("kernels: SIMD target %s%s%s; Q8_0 on AMX tiles: %s", SimdTargetName(),
+                    kSimdCapApplied ? " (capped by SKIPKV_SIMD)" : "",
+                    internal::Bf16DotActive() ? "; BF16 weights: vdpbf16ps on bf16-rounded activations" : "",
+                    internal::AmxStatus().c_str());
   });
 }
 
@@ -142,6 +144,8 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   const uint8_t* act_of[kFormats] = {};
   // Q8_0 batches on AVX2/AVX3 take widened activations (bit-identical results).
   const bool q8_wide = n >= 2 && internal::Q8WideActive();
+  // Q8_0 on AMX tiles: every token count, decode included (one formulation).
+  const bool q8_amx = internal::Q8_0AmxMode() != internal::AmxMode::kOff;
   struct Product {
     internal::MatArgs args;
     void (*rows_fn)(const internal::MatArgs&, int64_t, int64_t);
@@ -154,7 +158,9 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
     const TensorView& w = *o.w;
     // BF16 weights take bf16 activations where the CPU has bf16 dot products.
     const bool bf16_dot = w.type == DType::kBF16 && internal::Bf16DotActive();
+    const bool amx = q8_amx && w.type == DType::kQ8_0;
     const internal::ActFormat fmt = bf16_dot                                ? internal::ActFormat::kBF16
+                                    : amx                                   ? internal::ActFormat::kQ8Tiles
                                     : q8_wide && w.type == DType::kQ8_0 ? internal::ActFormat::kQ8Wide
                                                                         : internal::ActFormatFor(w.type);
     Product p{};
@@ -173,17 +179,31 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
     } else {
       const int f = static_cast<int>(fmt);
       if (act_of[f] == nullptr) {
-        uint8_t* act = Scratch(act_bufs[f], a.act_row_bytes * static_cast<size_t>(n));
-        pool.ParallelFor(n, std::max<int64_t>(1, 4096 / in), [&](int64_t t0, int64_t t1, int) {
-          for (int64_t t = t0; t < t1; ++t) {
-            internal::QuantizeActivations(fmt, x + t * in, in, act + static_cast<size_t>(t) * a.act_row_bytes);
-          }
-        });
+        uint8_t* act = Scratch(act_bufs[f], internal::ActBytes(fmt, in, n));
+        if (fmt == internal::ActFormat::kQ8Tiles) {
+          // Each token is quantised as ActQ8 and scattered into its tile column; the
+          // absent tokens of the last group stay zero.
+          std::memset(act, 0, internal::ActBytes(fmt, in, n));
+          pool.ParallelFor(n, std::max<int64_t>(1, 4096 / in), [&](int64_t t0, int64_t t1, int) {
+            thread_local AlignedBuffer blocks;
+            auto* q = reinterpret_cast<internal::ActQ8*>(Scratch(blocks, a.act_row_bytes));
+            for (int64_t t = t0; t < t1; ++t) {
+              internal::QuantizeActivations(internal::ActFormat::kQ8, x + t * in, in, reinterpret_cast<uint8_t*>(q));
+              internal::ScatterQ8Tiles(q, in, t, act);
+            }
+          });
+        } else {
+          pool.ParallelFor(n, std::max<int64_t>(1, 4096 / in), [&](int64_t t0, int64_t t1, int) {
+            for (int64_t t = t0; t < t1; ++t) {
+              internal::QuantizeActivations(fmt, x + t * in, in, act + static_cast<size_t>(t) * a.act_row_bytes);
+            }
+          });
+        }
         act_of[f] = act;
       }
       a.act = act_of[f];
     }
-    p.rows_fn = bf16_dot ? internal::Bf16MatRows : internal::MatRows;
+    p.rows_fn = bf16_dot ? internal::Bf16MatRows : amx ? internal::Q8_0AmxRows : internal::MatRows;
     p.rows = w.NumRows();
     total_rows += p.rows;
     products.push_back(p);
@@ -194,6 +214,7 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   const int64_t threads = pool.num_threads();
   int64_t grain = (total_rows + threads * 4 - 1) / (threads * 4);
   grain = std::max<int64_t>(16, (grain + 7) / 8 * 8);
+  if (q8_amx) grain = (grain + 15) / 16 * 16;  // whole 16-row weight tiles
   struct Chunk {
     int32_t product;
     int64_t r0, r1;
@@ -224,7 +245,7 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
       size_t j = 0;  // products of one activation format share one copy
       while (j < n_parts && parts[j].data != p.args.act) ++j;
       if (j == n_parts) {
-        const size_t bytes = p.args.act_row_bytes * static_cast<size_t>(n);
+        const size_t bytes = internal::ActBytes(p.args.act_format, in, n);
         parts[n_parts++] = {p.args.act, bytes, input_bytes};
         input_bytes += (bytes + AlignedBuffer::kAlign - 1) / AlignedBuffer::kAlign * AlignedBuffer::kAlign;
       }
@@ -309,5 +330,6 @@ void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks
 
 const char* SimdTargetName() { return internal::TargetNameSimd(); }
 bool Bf16DotProducts() { return internal::Bf16DotActive(); }
+std::string AmxStatus() { return internal::AmxStatus(); }
 
 }  // namespace skipkv::kernels

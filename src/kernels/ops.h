@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "tensor/tensor_view.h"
 #include "util/thread_pool.h"
@@ -122,6 +123,11 @@ const char* SimdTargetName();
 // AVX512_BF16 and the dispatch runs AVX3_DL. False: f32 FMA on the exact
 // activations, as for F16.
 bool Bf16DotProducts();
+// Whether Q8_0 products run on AMX tiles: "on", or "off (reason)". On with
+// SKIPKV_AMX=1 where the CPU has AMX-TILE/AMX-INT8, Linux grants the tile
+// state and the dispatch runs AVX3_DL (matmul_amx_x86.cpp; opt-in until
+// measured on an AMX machine).
+std::string AmxStatus();
 
 namespace ref {
 // Scalar references with the same contracts (single-threaded).

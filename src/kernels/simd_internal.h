@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -31,8 +32,13 @@ static_assert(sizeof(ActQ8) == 36);
 // The activation format the SIMD matmul of weight type t consumes (kBF16:
 // `in` bf16 values, for BF16 weights where Bf16DotActive(); kQ8Wide: Q8_0
 // batches where Q8WideActive(); both chosen in ops.cpp).
-enum class ActFormat { kF32, kQ8, kQ8K, kBF16, kQ8Wide };
-constexpr int kNumActFormats = static_cast<int>(ActFormat::kQ8Wide) + 1;
+// kQ8Tiles: ActQ8 values in AMX tile layout for Q8_0 where Q8_0AmxMode() is
+// not kOff (matmul_amx_x86.cpp): per group of 16 tokens, per block, 8 x 64
+// int8 (B[k][4t + j] = qs[token t][4k + j], absent tokens 0), then the
+// group's 16 f32 scales per block. A token's share is 36 bytes a block, as
+// for ActQ8, but groups are whole: see ActBytes.
+enum class ActFormat { kF32, kQ8, kQ8K, kBF16, kQ8Wide, kQ8Tiles };
+constexpr int kNumActFormats = static_cast<int>(ActFormat::kQ8Tiles) + 1;
 
 // kQ8Wide: the ActQ8 blocks of a token, widened to int16 for the AVX2/AVX3
 // Q8_0 batch kernel (two vpmaddwd per block instead of vpsignb, vpmaddubsw
@@ -58,6 +64,7 @@ inline ActFormat ActFormatFor(DType t) {
 inline size_t ActRowBytes(ActFormat f, int64_t in) {
   switch (f) {
     case ActFormat::kQ8:
+    case ActFormat::kQ8Tiles:
       return static_cast<size_t>(in / 32) * sizeof(ActQ8);
     case ActFormat::kQ8K:
       return static_cast<size_t>(in / kQK_K) * sizeof(BlockQ8_K);
@@ -68,6 +75,12 @@ inline size_t ActRowBytes(ActFormat f, int64_t in) {
     default:
       return static_cast<size_t>(in) * sizeof(float);
   }
+}
+
+// Bytes of n tokens' activations in format f (kQ8Tiles: whole groups of 16).
+inline size_t ActBytes(ActFormat f, int64_t in, int64_t n) {
+  if (f == ActFormat::kQ8Tiles) n = (n + 15) / 16 * 16;
+  return ActRowBytes(f, in) * static_cast<size_t>(n);
 }
 
 // One matmul: Y[t][r] = dot(W row r, X[t]) for t < n, r in a row range.
@@ -271,5 +284,21 @@ bool Q8WideActive();
 bool Bf16DotActive();
 void ConvertActivationsToBf16(const float* x, int64_t in, uint16_t* out);
 void Bf16MatRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
+
+// Q8_0 weights on AMX tiles (matmul_amx_x86.cpp). kTiles with SKIPKV_AMX=1
+// where the CPU and Linux allow it and the dispatch runs AVX3_DL; every
+// Q8_0 product then takes kQ8Tiles activations and Q8_0AmxRows, decode
+// included (one formulation for every token count). kSoftware: the same
+// kernel on scalar tiles, for tests.
+enum class AmxMode { kOff, kTiles, kSoftware };
+AmxMode Q8_0AmxMode();
+// Forces a mode (tests); false with the reason when it cannot run here.
+bool SetAmxModeForTesting(AmxMode mode, std::string* why);
+void ResetAmxModeForTesting();
+// "on", or "off (reason)": for the start-up log and `skipkv bench`.
+std::string AmxStatus();
+// Writes token t's ActQ8 blocks into its column of the kQ8Tiles buffer `out`.
+void ScatterQ8Tiles(const ActQ8* blocks, int64_t in, int64_t t, uint8_t* out);
+void Q8_0AmxRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
 
 }  // namespace skipkv::kernels::internal

@@ -1,0 +1,119 @@
+// Q8_0 products with the AMX path on and off, in one process (issue 40): the
+// engine's kernels::MatMul on the R1-Distill-Qwen-1.5B shapes at several
+// thread counts, AMX tiles (where the CPU and Linux allow them) against the
+// AVX-512 VNNI kernel (internal::SetAmxModeForTesting(kOff)).
+//   BM_Q8_0Batch  prefill: n = 512 tokens; counter GMAC/s.
+//   BM_Q8_0Decode one token, weights rotated over copies totalling >= 512 MiB
+//                 so they stream from DRAM; counter GB/s of weights.
+// Args: amx (0 off, 1 on), shape index, threads. Without AMX the amx = 1 runs
+// are skipped with the reason.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <tuple>
+#include <string>
+#include <vector>
+
+#include "kernels/simd_internal.h"
+#include "tensor/quant.h"
+#include "util/aligned_buffer.h"
+
+namespace skipkv {
+namespace {
+
+struct Shape {
+  int64_t rows, in;
+};
+constexpr Shape kShapes[] = {{8960, 1536}, {1536, 8960}, {2048, 1536}};
+
+struct Weights {
+  std::vector<AlignedBuffer> copies;
+  size_t bytes = 0;
+};
+
+const Weights& GetWeights(Shape s, size_t min_total_bytes) {
+  static std::map<std::tuple<int64_t, int64_t, size_t>, std::unique_ptr<Weights>> cache;
+  auto& slot = cache[std::make_tuple(s.rows, s.in, min_total_bytes)];
+  if (slot) return *slot;
+  slot = std::make_unique<Weights>();
+  Weights& w = *slot;
+  const size_t row_bytes = RowBytes(DType::kQ8_0, s.in);
+  w.bytes = row_bytes * static_cast<size_t>(s.rows);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.f, 0.05f);
+  std::vector<float> row(s.in);
+  const size_t n_copies = std::max<size_t>(1, (min_total_bytes + w.bytes - 1) / w.bytes);
+  w.copies.resize(n_copies);
+  for (auto& c : w.copies) c.Resize(w.bytes);
+  for (int64_t r = 0; r < s.rows; ++r) {
+    for (auto& v : row) v = nd(rng);
+    QuantizeRow(DType::kQ8_0, row.data(), w.copies[0].as<uint8_t>() + r * row_bytes, s.in);
+  }
+  for (size_t i = 1; i < n_copies; ++i) std::memcpy(w.copies[i].as<uint8_t>(), w.copies[0].as<uint8_t>(), w.bytes);
+  return w;
+}
+
+bool SelectAmx(benchmark::State& state) {
+  std::string why;
+  const auto mode = state.range(0) != 0 ? kernels::internal::AmxMode::kTiles : kernels::internal::AmxMode::kOff;
+  if (!kernels::internal::SetAmxModeForTesting(mode, &why)) {
+    state.SkipWithError(("AMX not usable: " + why).c_str());
+    return false;
+  }
+  return true;
+}
+
+void Run(benchmark::State& state, int64_t n, size_t min_total_bytes) {
+  if (!SelectAmx(state)) return;
+  const Shape s = kShapes[state.range(1)];
+  const Weights& w = GetWeights(s, min_total_bytes);
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  std::vector<float> x(static_cast<size_t>(s.in * n)), y(static_cast<size_t>(s.rows * n));
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (auto& v : x) v = nd(rng);
+  TensorView v;
+  v.type = DType::kQ8_0;
+  v.n_dims = 2;
+  v.ne[0] = s.in;
+  v.ne[1] = s.rows;
+  size_t i = 0;
+  for (auto _ : state) {
+    v.data = w.copies[i++ % w.copies.size()].as<uint8_t>();
+    kernels::MatMul(v, x.data(), n, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  kernels::internal::ResetAmxModeForTesting();
+  const double iters = static_cast<double>(state.iterations());
+  if (n == 1) {
+    state.counters["GB/s"] = benchmark::Counter(1e-9 * static_cast<double>(w.bytes) * iters, benchmark::Counter::kIsRate);
+  } else {
+    state.counters["GMAC/s"] = benchmark::Counter(1e-9 * static_cast<double>(s.rows * s.in * n) * iters,
+                                                  benchmark::Counter::kIsRate);
+  }
+  state.SetLabel(std::string(state.range(0) ? "AMX " : "no AMX ") + kernels::SimdTargetName());
+}
+
+void BM_Q8_0Batch(benchmark::State& state) { Run(state, 512, 0); }
+void BM_Q8_0Decode(benchmark::State& state) { Run(state, 1, size_t{512} << 20); }
+
+void Args(benchmark::internal::Benchmark* b) {
+  for (int threads : {1, 4, 16}) {
+    for (int shape : {0, 1}) {
+      for (int amx : {0, 1}) b->Args({amx, shape, threads});
+    }
+  }
+}
+BENCHMARK(BM_Q8_0Batch)->Apply(Args)->ArgNames({"amx", "shape", "threads"})->UseRealTime()
+    ->Unit(benchmark::kMillisecond)->MinTime(0.2);
+BENCHMARK(BM_Q8_0Decode)->Apply(Args)->ArgNames({"amx", "shape", "threads"})->UseRealTime()
+    ->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+
+}  // namespace
+}  // namespace skipkv
+
+BENCHMARK_MAIN();
