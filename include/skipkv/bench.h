@@ -79,15 +79,19 @@ class ForwardBench {
   size_t decode_weight_bytes() const;
   int64_t parameters() const;            // elements of all tensors
   static const char* SimdTarget();       // the Highway target the kernels dispatch to
+  static std::string AmxStatus();        // Q8_0 on AMX tiles: "on" or "off (reason)"
 
-  // STREAM triad on this machine with the current thread count, on the
-  // thread pool the tests use: a = b + s*c over three double arrays of
-  // `array_bytes` each (the default is far beyond any cache), the arrays
-  // split in one contiguous chunk per thread. Bytes counted as STREAM does
-  // (3 arrays per pass); GB/s = 1e9 bytes/s, the median of `passes` timed
-  // passes after one untimed pass. array_bytes < 1 MiB or passes < 1 is an
-  // InvalidArgument.
-  StatusOr<double> StreamTriadGBs(size_t array_bytes = size_t{256} << 20, int passes = 5);
+  // Memory read bandwidth on this machine with the current thread count, on
+  // the thread pool the tests use: the upper bound a decode step's weight
+  // reads are held against. One array of `array_bytes` (rounded up to 2 MiB,
+  // huge pages advised as for the weights; the default is far beyond any
+  // cache), one contiguous chunk per thread, each read as one sequential
+  // stream and summed. GB/s = 1e9 bytes read / s, the median of
+  // `passes` timed passes after one untimed pass. Read-only: a STREAM triad
+  // (2 reads and a write-allocated store, counted as 3 arrays) understated
+  // what a decode reads by up to a third on an Intel Xeon (issue 40).
+  // array_bytes < 1 MiB or passes < 1 is an InvalidArgument.
+  StatusOr<double> ReadBandwidthGBs(size_t array_bytes = size_t{1} << 30, int passes = 5);
 
   class Impl;
 
