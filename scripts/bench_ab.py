@@ -3,9 +3,10 @@
 
 The measurement protocol of BENCHMARKS.md as a command: this machine's speed
 drifts by tens of percent within minutes, so engines are never timed in
-separate sessions. Each round runs every engine once per file, in the order
-given (A B A B A B); a ratio is taken within a round, and the summary is the
-median of the per-round ratios.
+separate sessions. Each round runs every engine once per file and thread
+count, in the order given (A B A B A B); a ratio is taken within a round, and
+the summary is the median of the per-round ratios. `-t 2,4,8,16` times
+several thread counts in one run (the many-core protocol of BENCHMARKS.md).
 
 Engines (-e NAME=KIND:PATH, repeatable; the first is the baseline):
   skipkv  PATH is a `skipkv` binary, run as `PATH bench -m F -t T -p P -n N -r R --json TMP`
@@ -22,7 +23,7 @@ interrupted comparison continues where it stopped.
 Examples:
   scripts/bench_ab.py -e llama=llama:/opt/llama.cpp/build/bin/llama-bench \\
       -e skipkv=skipkv:build/apps/skipkv/skipkv -m r1q4.gguf --rounds 3 \\
-      --args llama='-lm none' --args skipkv='--stream-gbs 28'
+      --args llama='-lm none' --args skipkv='--bandwidth-gbs 28'
   scripts/bench_ab.py -e base=skipkv:/tmp/base/build/apps/skipkv/skipkv \\
       -e new=skipkv:build/apps/skipkv/skipkv -m r1q8.gguf -p 0 -n 64 --env new=SKIPKV_SIMD=avx2
 """
@@ -110,8 +111,19 @@ def parse_skipkv_jsonl(text: str) -> dict[str, list[float]]:
     return tests
 
 
-def run_engine(engine: Engine, model: str, args: argparse.Namespace) -> dict[str, list[float]]:
-    common = ["-m", model, "-t", str(args.threads), "-p", str(args.n_prompt), "-n", str(args.n_gen),
+def parse_threads(spec: str) -> list[int]:
+    """-t 2 or -t 2,4,8,16 -> [2] or [2, 4, 8, 16]."""
+    try:
+        threads = [int(x) for x in spec.split(",")]
+    except ValueError:
+        raise UsageError(f"-t {spec!r}: expected a thread count or a comma-separated list, e.g. 2,4,8,16")
+    if not threads or min(threads) < 1 or len(set(threads)) != len(threads):
+        raise UsageError(f"-t {spec!r}: thread counts must be distinct and at least 1")
+    return threads
+
+
+def run_engine(engine: Engine, model: str, threads: int, args: argparse.Namespace) -> dict[str, list[float]]:
+    common = ["-m", model, "-t", str(threads), "-p", str(args.n_prompt), "-n", str(args.n_gen),
               "-r", str(args.repetitions)]
     env = dict(os.environ, **engine.env)
     with tempfile.TemporaryDirectory(prefix="bench_ab_") as tmp:
@@ -160,30 +172,31 @@ def summary_table(records: list[dict], engines: list[Engine], models: list[str])
     engine's ratio to the baseline (the first engine) per round, and the
     median of those ratios."""
     base = engines[0].name
-    head = ["file", "test"] + [f"{e.name} t/s" for e in engines]
+    head = ["file", "threads", "test"] + [f"{e.name} t/s" for e in engines]
     head += [f"{e.name} / {base} per round" for e in engines[1:]] + [f"median {e.name} / {base}" for e in engines[1:]]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     by_key: dict[tuple, float] = {}
-    tests_in_order: list[tuple[str, str]] = []
+    tests_in_order: list[tuple[str, int, str]] = []
     rounds: set[int] = set()
     for r in records:
-        by_key[(r["model"], r["test"], r["engine"], r["round"])] = r["mean_tokens_per_s"]
-        if (r["model"], r["test"]) not in tests_in_order:
-            tests_in_order.append((r["model"], r["test"]))
+        th = r.get("threads", 0)  # records of runs before -t took a list have none
+        by_key[(r["model"], th, r["test"], r["engine"], r["round"])] = r["mean_tokens_per_s"]
+        if (r["model"], th, r["test"]) not in tests_in_order:
+            tests_in_order.append((r["model"], th, r["test"]))
         rounds.add(r["round"])
     for model in models:
-        for m, test in tests_in_order:
+        for m, th, test in tests_in_order:
             if m != model:
                 continue
-            cells = [os.path.basename(model), test]
+            cells = [os.path.basename(model), str(th) if th else "–", test]
             for e in engines:
-                vals = [by_key.get((model, test, e.name, k)) for k in sorted(rounds)]
+                vals = [by_key.get((model, th, test, e.name, k)) for k in sorted(rounds)]
                 cells.append(", ".join(fmt(v) if v is not None else "–" for v in vals))
             medians = []
             for e in engines[1:]:
                 ratios = []
                 for k in sorted(rounds):
-                    a, b = by_key.get((model, test, base, k)), by_key.get((model, test, e.name, k))
+                    a, b = by_key.get((model, th, test, base, k)), by_key.get((model, th, test, e.name, k))
                     if a and b is not None:
                         ratios.append(b / a)
                 cells.append(", ".join(fmt(x) for x in ratios) if ratios else "–")
@@ -201,7 +214,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("-m", "--model", action="append", required=True, metavar="FILE",
                     help="a model file every engine loads (repeat for several files)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds; each runs every engine once per file (default 3)")
-    ap.add_argument("-t", "--threads", type=int, default=2, help="threads of every engine (default 2)")
+    ap.add_argument("-t", "--threads", default="2",
+                    help="threads of every engine, or a comma-separated list timed in turn (default 2)")
     ap.add_argument("-p", "--n-prompt", type=int, default=512, help="prefill test tokens, 0 = none (default 512)")
     ap.add_argument("-n", "--n-gen", type=int, default=128, help="decode test tokens, 0 = none (default 128)")
     ap.add_argument("-r", "--repetitions", type=int, default=2, help="timed repetitions per test and run (default 2)")
@@ -219,6 +233,7 @@ def main(argv: list[str]) -> int:
             raise UsageError(f"engine names must differ: {', '.join(names)}")
         if len(engines) < 2:
             raise UsageError("give at least two engines (-e), the first being the baseline")
+        threads = parse_threads(args.threads)
         by_name = {e.name: e for e in engines}
         for spec in args.args:
             name, sep, extra = spec.partition("=")
@@ -237,7 +252,7 @@ def main(argv: list[str]) -> int:
         for m in args.model:
             if not m.startswith(":") and not os.path.exists(m):
                 raise UsageError(f"model {m}: no such file")
-        for flag, value, low in (("--rounds", args.rounds, 1), ("-t", args.threads, 1), ("-r", args.repetitions, 1),
+        for flag, value, low in (("--rounds", args.rounds, 1), ("-r", args.repetitions, 1),
                                  ("-p", args.n_prompt, 0), ("-n", args.n_gen, 0)):
             if value < low:
                 raise UsageError(f"{flag} {value}: must be at least {low}")
@@ -250,20 +265,21 @@ def main(argv: list[str]) -> int:
         print(f"bench_ab.py: {e}", file=sys.stderr)
         return 2
 
-    done = {(r["round"], r["model"], r["engine"]) for r in records}
-    runs = [(k, m, e) for k in range(1, args.rounds + 1) for m in args.model for e in engines]
-    todo = [x for x in runs if (x[0], x[1], x[2].name) not in done]
+    done = {(r["round"], r["model"], r.get("threads", threads[0]), r["engine"]) for r in records}
+    runs = [(k, m, t, e) for k in range(1, args.rounds + 1) for m in args.model for t in threads for e in engines]
+    todo = [x for x in runs if (x[0], x[1], x[2], x[3].name) not in done]
     out = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None
     started = time.monotonic()
     try:
-        for i, (k, model, engine) in enumerate(todo):
+        for i, (k, model, th, engine) in enumerate(todo):
             elapsed = time.monotonic() - started
             eta = f", ETA {elapsed / i * (len(todo) - i):.0f} s" if i else ""
-            print(f"[{i + 1}/{len(todo)}] round {k}, {os.path.basename(model)}, {engine.name}"
+            print(f"[{i + 1}/{len(todo)}] round {k}, {os.path.basename(model)}, {th} threads, {engine.name}"
                   f" ({elapsed:.0f} s{eta})", file=sys.stderr, flush=True)
-            tests = run_engine(engine, model, args)
+            tests = run_engine(engine, model, th, args)
             for test, samples in tests.items():
-                rec = {"round": k, "model": model, "engine": engine.name, "kind": engine.kind, "test": test,
+                rec = {"round": k, "model": model, "threads": th, "engine": engine.name, "kind": engine.kind,
+                       "test": test,
                        "tokens_per_s": samples, "mean_tokens_per_s": statistics.fmean(samples),
                        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                        "command": {"path": engine.path, "args": engine.extra, "env": engine.env}}

@@ -75,14 +75,14 @@ class ParseTest(unittest.TestCase):
         table = bench_ab.summary_table(recs, engines, ["m.gguf"])
         # Per round 2.00, 0.50, 1.50: median 1.50 (the ratio of the medians would be 15 / 10 = 1.50
         # too here, the ratio of the means 15 / 13.3 = 1.12).
-        self.assertIn("| m.gguf | tg4 | 10.00, 20.00, 10.00 | 20.00, 10.00, 15.00 | 2.00, 0.50, 1.50 | **1.50×** |",
+        self.assertIn("| m.gguf | – | tg4 | 10.00, 20.00, 10.00 | 20.00, 10.00, 15.00 | 2.00, 0.50, 1.50 | **1.50×** |",
                       table)
 
 
 class RunTest(unittest.TestCase):
     def common(self, jsonl, rounds):
         return ["-e", f"a=skipkv:{SKIPKV}", "-e", f"b=skipkv:{SKIPKV}", "-m", ":testbed:", "--rounds", str(rounds),
-                "-p", "8", "-n", "4", "-r", "2", "--args", "a=--stream-gbs 28", "--args", "b=--stream-gbs 28",
+                "-p", "8", "-n", "4", "-r", "2", "--args", "a=--bandwidth-gbs 28", "--args", "b=--bandwidth-gbs 28",
                 "--env", "b=SKIPKV_SIMD=emu128", "--jsonl", jsonl]
 
     def test_two_skipkv_engines_resume_and_failure(self):
@@ -99,16 +99,16 @@ class RunTest(unittest.TestCase):
                 self.assertGreater(r["mean_tokens_per_s"], 0)
             self.assertEqual([r["command"]["env"] for r in recs if r["engine"] == "b"][0], {"SKIPKV_SIMD": "emu128"})
             self.assertIn("| b / a per round | median b / a |", p.stdout)
-            self.assertRegex(p.stdout, r"\| :testbed: \| tg4 \| [0-9.]+, [0-9.]+ \| [0-9.]+, [0-9.]+ \| "
+            self.assertRegex(p.stdout, r"\| :testbed: \| 2 \| tg4 \| [0-9.]+, [0-9.]+ \| [0-9.]+, [0-9.]+ \| "
                                        r"[0-9.]+, [0-9.]+ \| \*\*[0-9.]+×\*\* \|")
-            self.assertIn("[4/4] round 2, :testbed:, b", p.stderr)
+            self.assertIn("[4/4] round 2, :testbed:, 2 threads, b", p.stderr)
 
             # --resume with one more round runs only that round.
             p = run_script(*self.common(jsonl, 3), "--resume")
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertIn("[2/2] round 3", p.stderr)
             self.assertEqual(len(read_jsonl(jsonl)), 12)
-            self.assertRegex(p.stdout, r"\| :testbed: \| pp8 \| [0-9.]+, [0-9.]+, [0-9.]+ \|")
+            self.assertRegex(p.stdout, r"\| :testbed: \| 2 \| pp8 \| [0-9.]+, [0-9.]+, [0-9.]+ \|")
 
             # A failing engine: exit 1, its command named, the baseline's finished run kept.
             failed = os.path.join(tmp, "failed.jsonl")
@@ -127,6 +127,22 @@ class RunTest(unittest.TestCase):
             self.assertEqual(p.returncode, 2)
             self.assertIn(f"{bad}:1: not a bench_ab record", p.stderr)
 
+    def test_thread_list_times_each_count_alternated(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            jsonl = os.path.join(tmp, "ab.jsonl")
+            args = self.common(jsonl, 1) + ["-t", "1,2"]
+            p = run_script(*args)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            recs = read_jsonl(jsonl)
+            self.assertEqual([(r["threads"], r["engine"]) for r in recs if r["test"] == "tg4"],
+                             [(1, "a"), (1, "b"), (2, "a"), (2, "b")])
+            for th in (1, 2):
+                self.assertRegex(p.stdout, rf"\| :testbed: \| {th} \| tg4 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|")
+            # --resume skips every finished (round, file, threads, engine) run.
+            p = run_script(*args, "--resume")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(len(read_jsonl(jsonl)), 8)
+
     def test_bad_arguments_name_what_is_wrong(self):
         cases = [
             (["-e", f"a=skipkv:{SKIPKV}", "-m", ":testbed:"], "at least two engines"),
@@ -136,6 +152,10 @@ class RunTest(unittest.TestCase):
             (["-e", f"a=skipkv:{SKIPKV}", "-e", f"b=skipkv:{SKIPKV}", "-m", "/no/such.gguf"], "/no/such.gguf: no such file"),
             (["-e", f"a=skipkv:{SKIPKV}", "-e", f"b=skipkv:{SKIPKV}", "-m", ":testbed:", "-p", "0", "-n", "0"],
              "nothing to time"),
+            (["-e", f"a=skipkv:{SKIPKV}", "-e", f"b=skipkv:{SKIPKV}", "-m", ":testbed:", "-t", "2,x"],
+             "-t '2,x'"),
+            (["-e", f"a=skipkv:{SKIPKV}", "-e", f"b=skipkv:{SKIPKV}", "-m", ":testbed:", "-t", "2,2"],
+             "distinct"),
             (["-e", f"a=skipkv:{SKIPKV}", "-e", f"b=skipkv:{SKIPKV}", "-m", ":testbed:", "--env", "c=X=1"],
              "--env 'c=X=1'"),
             (["-e", f"a=skipkv:{SKIPKV}", "-e", f"b=skipkv:{SKIPKV}", "-m", ":testbed:", "--resume"],

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The many-core speed protocol of BENCHMARKS.md ("Intel AMX and many cores"),
+# in one command, within a time budget, for a machine reached for a few
+# minutes (e.g. a 16-core Intel Xeon with AMX):
+#   1. host facts (CPU model, flags, THP), the matmul kernel tests of the
+#      bundle (the AMX ones on real tiles where the CPU and Linux allow it);
+#   2. random-weight r1-qwen-1.5b Q8_0 and Q4_K_M files (`skipkv make-model`);
+#   3. bench_amx: Q8_0 products with AMX off and on, 1/4/16 threads;
+#   4. scripts/bench_ab.py, llama.cpp's llama-bench against skipkv with
+#      SKIPKV_AMX=1, alternated, pp512 and tg32 at 16, 8, 4 and 2 threads, two
+#      rounds per file;
+#   5. skipkv's read bandwidth and decode per thread count, and pp512 with
+#      AMX off, if time is left.
+# Each step checks the time left and is skipped (saying so) when it would not
+# fit; every result is written to OUTDIR as it is made.
+#
+# Usage: scripts/intel_protocol.sh BUNDLE.tar.xz LLAMA_BENCH OUTDIR [SECONDS]
+#   BUNDLE.tar.xz  made by scripts/device_bundle.sh
+#   LLAMA_BENCH    path of llama.cpp's llama-bench, built on that machine with
+#                  -DGGML_NATIVE=ON (nothing of llama.cpp is part of this
+#                  repository); the script waits for it to appear (a build
+#                  started beside it), up to a third of the budget
+#   SECONDS        the budget (default 540)
+set -u
+if [ $# -lt 3 ]; then
+  echo "usage: scripts/intel_protocol.sh BUNDLE.tar.xz LLAMA_BENCH OUTDIR [SECONDS]" >&2
+  exit 2
+fi
+bundle=$1 lb=$2 out=$3 budget=${4:-540}
+cd "$(dirname "$0")/.."
+mkdir -p "$out"
+start=$SECONDS
+left() { echo $((budget - (SECONDS - start))); }
+say() { echo "[$((SECONDS - start)) s] $*"; }
+
+say "host"
+uname -a
+echo "cores: $(nproc)"
+grep -m1 "model name" /proc/cpuinfo
+grep -m2 -E "^(cpu family|model)\s" /proc/cpuinfo | tr '\n' ' '; echo
+echo "flags: $(grep -m1 flags /proc/cpuinfo | tr ' ' '\n' | grep -E 'amx|avx512_vnni|avx512_bf16|avx512_fp16|avx_vnni' | tr '\n' ' ')"
+echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>&1)"
+lscpu > "$out/lscpu.txt" 2>&1
+
+d=$(mktemp -d)
+tar -xJf "$bundle" -C "$d" || { echo "cannot unpack $bundle" >&2; exit 1; }
+d=$d/bundle
+sk=(env LD_LIBRARY_PATH="$d/lib")
+echo "bundle: $(head -1 "$d/COMMIT")"
+
+say "models (background)"
+"${sk[@]}" "$d/skipkv" make-model --preset r1-qwen-1.5b --type q8_0 --tokenizer "$d/tokenizer.json" \
+  -o "$d/r1q8.gguf" -q -t 4 &
+m1=$!
+"${sk[@]}" "$d/skipkv" make-model --preset r1-qwen-1.5b --type q4_k_m --tokenizer "$d/tokenizer.json" \
+  -o "$d/r1q4.gguf" -q -t 4 &
+m2=$!
+
+say "kernel tests"
+"${sk[@]}" "$d/kernels_matmul_amx_test" > "$out/amx_test.txt" 2>&1
+echo "kernels_matmul_amx_test: exit $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |not run here|element" "$out/amx_test.txt" | head -12
+SKIPKV_AMX=1 "${sk[@]}" "$d/kernels_matmul_test" > "$out/matmul_test.txt" 2>&1
+echo "kernels_matmul_test with SKIPKV_AMX=1: exit $?"; grep -E "^\[  (PASSED|FAILED) " "$out/matmul_test.txt" | head -12
+
+wait $m1 $m2
+say "models: $(ls -l "$d"/r1q8.gguf "$d"/r1q4.gguf 2>&1 | awk '{print $5, $NF}' | tr '\n' ' ')"
+
+if [ "$(left)" -gt 60 ]; then
+  say "bench_amx"
+  timeout $(($(left) - 40)) "${sk[@]}" "$d/bench_amx" > "$out/bench_amx.txt" 2>&1
+  grep -E "^BM_" "$out/bench_amx.txt" | awk '{print $1, $(NF-3), $(NF-2), $(NF-1), $NF}'
+fi
+
+while [ ! -x "$lb" ] && [ $((SECONDS - start)) -lt $((budget / 3)) ]; do sleep 2; done
+ab() {  # ab NAME MODEL
+  if [ ! -x "$lb" ]; then say "skip A/B $1: no llama-bench at $lb"; return; fi
+  if [ "$(left)" -lt 90 ]; then say "skip A/B $1: $(left) s left"; return; fi
+  say "A/B $1"
+  timeout $(($(left) - 30)) python3 scripts/bench_ab.py -e llama=llama:"$lb" -e skipkv=skipkv:"$d/skipkv" \
+    --env skipkv=LD_LIBRARY_PATH="$d/lib" --env skipkv=SKIPKV_AMX=1 --args skipkv="--bandwidth-gbs 1" \
+    -m "$2" -t 16,8,4,2 -p 512 -n 32 -r 1 --rounds 2 --jsonl "$out/ab_$1.jsonl" > "$out/ab_$1.md" 2> "$out/ab_$1.err"
+  echo "bench_ab.py: exit $?"
+  cat "$out/ab_$1.md"
+}
+ab q8_0 "$d/r1q8.gguf"
+ab q4_k_m "$d/r1q4.gguf"
+
+if [ "$(left)" -gt 45 ]; then
+  say "read bandwidth and decode per thread count"
+  timeout $(($(left) - 20)) "${sk[@]}" "$d/skipkv" bench -m "$d/r1q8.gguf" -p 0 -n 16 -r 1 -t 16,8,4,2,1 \
+    > "$out/bandwidth.txt" 2>&1
+  grep -E "read bandwidth|tg16|AMX" "$out/bandwidth.txt"
+fi
+if [ "$(left)" -gt 25 ]; then
+  say "pp512 with AMX off"
+  timeout $(($(left) - 5)) "${sk[@]}" "$d/skipkv" bench -m "$d/r1q8.gguf" -p 512 -n 0 -r 1 -t 16,4 \
+    > "$out/pp_no_amx.txt" 2>&1
+  grep -E "pp512|AMX" "$out/pp_no_amx.txt"
+fi
+say "done"
