@@ -28,8 +28,16 @@ std::string Escaped(const std::string& s) {
 
 }  // namespace
 
+const char* SkipkvLambdaRuleName(SkipkvLambdaRule rule) {
+  return rule == SkipkvLambdaRule::kLast ? "last" : "max";
+}
+
 Status ValidateSkipkvConfig(const SkipkvConfig& config) {
   const std::string p = "skipkv: ";
+  if (config.range_min_slots < 1) {
+    return InvalidArgument(p + "range_min_slots (" + std::to_string(config.range_min_slots) +
+                           ") must be at least 1");
+  }
   if (!(config.sim_threshold > 0.f && config.sim_threshold <= 1.f)) {
     return InvalidArgument(p + "sim_threshold (" + std::to_string(config.sim_threshold) +
                            ") must be in (0, 1]");

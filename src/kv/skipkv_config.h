@@ -18,6 +18,13 @@ namespace skipkv {
 // last id of its encoding.
 std::vector<std::string> DefaultSentenceDelimiters();
 
+// How λ of a redundant sentence is chosen when several later sentences
+// exceed τ against it (issue 38, row 10).
+enum class SkipkvLambdaRule {
+  kMax,   // the largest PSS seen (spec A7: order-independent; the default)
+  kLast,  // the PSS of the last qualifying pair (the SkipKV authors' code)
+};
+
 struct SkipkvConfig {               // spec §6.11
   float sim_threshold = 0.95f;      // τ in (0, 1]: an earlier sentence with PSS > τ is redundant
   int min_sentence_tokens = 2;      // A9, >= 1: shorter spans are not sentences
@@ -25,7 +32,13 @@ struct SkipkvConfig {               // spec §6.11
   int64_t max_sentences = 1024;     // K: a new sentence is compared with at most the last K (>= 1)
   std::vector<std::string> delimiters = DefaultSentenceDelimiters();  // non-empty strings, at least one
   bool sentence_scoring = true;  // false = the R-KV ablation (no penalty)
+  // Parity switches (issue 38; docs/kv-policies.md, "Parity with the authors' code"):
+  int range_min_slots = 1;  // row 9: penalise a range only when >= this many of its slots are cached (authors: 2)
+  SkipkvLambdaRule lambda_rule = SkipkvLambdaRule::kMax;  // row 10 (authors: kLast)
 };
+
+// "max" / "last" (the --set spelling).
+const char* SkipkvLambdaRuleName(SkipkvLambdaRule rule);
 
 // InvalidArgument naming the field, its value and the constraint, e.g.
 // "skipkv: sim_threshold (1.5) must be in (0, 1]".
