@@ -62,7 +62,7 @@ StatusOr<std::shared_ptr<const Method>> MethodTable::Resolve(const MethodConfig&
   SKIPKV_ASSIGN_OR_RETURN(m->policy_, CreateKvPolicy(c.kv));
   m->observe_sentences_ = observe_sentences_ && c.kv.policy == "full";
   if (m->policy_->uses_sentences() || c.steer.enabled || m->observe_sentences_) {
-    StatusOr<SkipkvTokenSets> sets = BuildSkipkvTokenSets(*tokenizer_, c.kv.skipkv.delimiters);
+    StatusOr<SkipkvTokenSets> sets = BuildSkipkvTokenSets(*tokenizer_, c.kv.skipkv.delimiters, c.kv.skipkv.nonexec_keywords);
     if (!sets.ok()) return sets.status().WithContext("method '" + c.name + "': SkipKV token sets");
     m->skipkv_sets_ = std::make_shared<const SkipkvTokenSets>(std::move(sets).value());
   }

@@ -9,6 +9,10 @@ std::vector<std::string> DefaultSentenceDelimiters() {
   return {"\n", ".\n", ")\n", "\n\n", ".\n\n", ")\n\n"};
 }
 
+std::vector<std::string> DefaultNonExecKeywords() {
+  return {"Wait", " Wait", "wait", " wait", "Alternatively", " Alternatively", "again", " again"};
+}
+
 namespace {
 
 // A delimiter as it would be typed on a command line ("\n" for a newline).
@@ -27,10 +31,6 @@ std::string Escaped(const std::string& s) {
 }
 
 }  // namespace
-
-const char* SkipkvLambdaRuleName(SkipkvLambdaRule rule) {
-  return rule == SkipkvLambdaRule::kLast ? "last" : "max";
-}
 
 Status ValidateSkipkvConfig(const SkipkvConfig& config) {
   const std::string p = "skipkv: ";
@@ -62,6 +62,11 @@ Status ValidateSkipkvConfig(const SkipkvConfig& config) {
       if (config.delimiters[j] == config.delimiters[i]) {
         return InvalidArgument(p + "delimiter \"" + Escaped(config.delimiters[i]) + "\" is listed twice");
       }
+    }
+  }
+  for (size_t i = 0; i < config.nonexec_keywords.size(); ++i) {
+    if (config.nonexec_keywords[i].empty()) {
+      return InvalidArgument(p + "nonexec_keywords[" + std::to_string(i) + "] is an empty string");
     }
   }
   return Status::Ok();

@@ -18,6 +18,10 @@ namespace skipkv {
 // last id of its encoding.
 std::vector<std::string> DefaultSentenceDelimiters();
 
+// The non-execution keyword variants of N (spec §6.2): "Wait", " Wait",
+// "wait", " wait", "Alternatively", " Alternatively", "again", " again".
+std::vector<std::string> DefaultNonExecKeywords();
+
 // How λ of a redundant sentence is chosen when several later sentences
 // exceed τ against it (issue 38, row 10).
 enum class SkipkvLambdaRule {
@@ -32,13 +36,14 @@ struct SkipkvConfig {               // spec §6.11
   int64_t max_sentences = 1024;     // K: a new sentence is compared with at most the last K (>= 1)
   std::vector<std::string> delimiters = DefaultSentenceDelimiters();  // non-empty strings, at least one
   bool sentence_scoring = true;  // false = the R-KV ablation (no penalty)
+  // The keywords that make a sentence NONEXEC (N_o, spec §6.2): a keyword
+  // that encodes to one token matches by id, a longer one on the decoded text.
+  std::vector<std::string> nonexec_keywords = DefaultNonExecKeywords();
   // Parity switches (issue 38; docs/kv-policies.md, "Parity with the authors' code"):
-  int range_min_slots = 1;  // row 9: penalise a range only when >= this many of its slots are cached (authors: 2)
-  SkipkvLambdaRule lambda_rule = SkipkvLambdaRule::kMax;  // row 10 (authors: kLast)
+  int range_min_slots = 1;   // row 9: penalise a range only when >= this many of its slots are cached (authors: 2)
+  bool lambda_last = false;  // row 10: λ = the last qualifying pair's PSS, not the largest (authors: true)
+  SkipkvLambdaRule lambda_rule() const { return lambda_last ? SkipkvLambdaRule::kLast : SkipkvLambdaRule::kMax; }
 };
-
-// "max" / "last" (the --set spelling).
-const char* SkipkvLambdaRuleName(SkipkvLambdaRule rule);
 
 // InvalidArgument naming the field, its value and the constraint, e.g.
 // "skipkv: sim_threshold (1.5) must be in (0, 1]".
