@@ -174,6 +174,10 @@ void ForEachSteerArg(SteeringConfig& s, Visitor&& v) {
                        kFlags, ArgScope::kSteerAdaptive});
   v(s.assume_think, ArgInfo{"steer_assume_think", "--no-assume-think", "Steer only after a <think> token (spec A13)",
                             kFlags, ArgScope::kSteer, /*negated=*/true});
+  v(s.authors_form, ArgInfo{"steer_authors_form", "--steer-authors-form",
+                            "The vector is H_O - H_E (SEAL's / the SkipKV authors' form, used with a negative coef): "
+                            "negate it, so alpha = -coef",
+                            kFlags | kArgSet, ArgScope::kSteer});
 }
 
 // Both lists, KV first.

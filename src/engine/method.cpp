@@ -41,6 +41,7 @@ void AddSteerFields(const SteeringConfig& s, std::vector<std::pair<std::string, 
     f->push_back({"steer.coef", Num(s.coef)});
   }
   f->push_back({"steer.assume_think", s.assume_think ? "true" : "false"});
+  if (s.authors_form) f->push_back({"steer.authors_form", "true"});  // only when set (issue 38)
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ StatusOr<std::shared_ptr<const Method>> MethodTable::Resolve(const MethodConfig&
     if (!cv.ok()) return ctx(cv.status());
     Status st = ValidateControlVectorForModel(*cv, c.steer.file, c.steer.layer, n_layers_, d_model_);
     if (!st.ok()) return ctx(st);
-    m->steer_vector_ = std::make_shared<const std::vector<float>>(cv->directions.at(c.steer.layer));
+    m->steer_vector_ = std::make_shared<const std::vector<float>>(SteeringDirection(*cv, c.steer.layer, c.steer.authors_form));
   }
   m->config_ = std::move(c);
   methods_.emplace(key, m);

@@ -36,7 +36,12 @@
 #include "kv/score_adjust.h"
 #include "steer/redundant_set.h"
 #include "steer/sentence_tracker.h"
+#include "steer/steering_vector.h"
 #include "steer/token_sets.h"
+#include "skipkv/steering.h"
+
+#include <random>
+#include <unistd.h>
 
 namespace skipkv {
 namespace {
@@ -502,6 +507,52 @@ TEST(AuthorsGoldenSentences, MaxRuleChangesOnlyLambda) {
   for (int b = 0; b < f.rows; ++b) differs += ReplayRow(f, b, SkipkvLambdaRule::kMax).lambda_differs;
   std::printf("[ sentences ] max rule: %d T entries with another λ than the authors'\n", differs);
   EXPECT_GT(differs, 0) << "the fixture no longer exercises row 10";
+}
+
+// ---- Steering convention (issue 38 row 5) -------------------------------------
+
+// The authors (modeling_nhid.py, Qwen2Model_forward) add, before decoder layer
+// L, hidden[-1] += coef·v with v = H_O − H_E and coef = coef_init − γ·N_check
+// (coef_init −1.25, γ 0.02). A file holding v (their form) loads with
+// steer_authors_form and, with α0 = −coef_init and the same γ, gives the same
+// residual edit α·V as the project's form V = H_E − H_O, at the same place:
+// --steer-layer L − 1 is added at the input of layer L.
+TEST(AuthorsGoldenSteering, AuthorsFormGivesTheSameResidualEdit) {
+  constexpr int kWidth = 16, kLayers = 28, kL = 20;
+  std::mt19937 rng(38);
+  std::normal_distribution<float> n01;
+  std::vector<float> v_project(kWidth), v_authors(kWidth);
+  for (int i = 0; i < kWidth; ++i) {
+    v_project[i] = n01(rng);      // H_E − H_O
+    v_authors[i] = -v_project[i];  // H_O − H_E
+  }
+  ControlVector authors;
+  authors.width = kWidth;
+  authors.directions[kL - 1] = v_authors;
+  const std::string path = ::testing::TempDir() + "authors_form_" + std::to_string(getpid()) + ".gguf";
+  ASSERT_TRUE(WriteControlVector(path, authors, kLayers).ok());
+  auto loaded = LoadSteeringVector(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+
+  SteeringConfig ours;  // the preset skipkv-authors' strength
+  ours.alpha0 = 1.25f;
+  ours.gamma = 0.02f;
+  ours.layer = kL - 1;
+  ours.authors_form = true;
+  EXPECT_EQ(EngineLayerForDirection(ours.layer), kL);  // the input of decoder layer L
+  const std::vector<float> dir = SteeringDirection(*loaded, ours.layer, ours.authors_form);
+  const std::vector<float> plain = SteeringDirection(*loaded, ours.layer, false);
+  ASSERT_EQ(dir.size(), static_cast<size_t>(kWidth));
+  for (int n_check = 0; n_check <= 40; n_check += 8) {
+    const float coef = -1.25f - 0.02f * n_check;  // theirs
+    const float alpha = ours.alpha0 + ours.gamma * n_check;
+    for (int i = 0; i < kWidth; ++i) {
+      EXPECT_FLOAT_EQ(alpha * dir[i], coef * v_authors[i]) << "N = " << n_check << ", i = " << i;
+      EXPECT_FLOAT_EQ(alpha * dir[i], alpha * v_project[i]);
+      EXPECT_FLOAT_EQ(plain[i], v_authors[i]);  // without the switch the file is taken as is
+    }
+  }
 }
 
 }  // namespace

@@ -97,7 +97,7 @@ TEST(MethodArgsTest, EverySetFieldParsesBackThroughMakePreset) {
       {"pss_include_prompt", "true"}, {"max_sentences", "7"}, {"sentence_scoring", "false"},
       {"steer_layer", "3"},      {"steer_coef", "2.5"},       {"steer_alpha0", "1.5"},
       {"steer_gamma", "0.25"},   {"steer_alpha_max", "4"},
-      {"range_min_slots", "2"},  {"pss_lambda_last", "true"}, {"pad_mask_seen_tokens", "true"},
+      {"steer_authors_form", "true"}, {"range_min_slots", "2"},  {"pss_lambda_last", "true"}, {"pad_mask_seen_tokens", "true"},
       {"sentence_delimiters", "\\n,?\\n\\n"}, {"nonexec_keywords", "Wait,again"},
   };
   SteeringConfig vector;
