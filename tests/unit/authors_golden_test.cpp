@@ -555,5 +555,68 @@ TEST(AuthorsGoldenSteering, AuthorsFormGivesTheSameResidualEdit) {
   }
 }
 
+// The compressor applies pad_mask_seen_tokens: before the first eviction the
+// authors' mask is the slots' own (same kept sets), after it (seen − N ≥ Δpad)
+// the pads count as tokens and some are evicted; by default none ever is.
+TEST(AuthorsGoldenEviction, CompressorUsesTheSeenTokenPadMask) {
+  constexpr int64_t kPad = 5;
+  KvCacheShape shape;
+  shape.n_layers = 3;
+  shape.n_heads = 4;
+  shape.n_kv_heads = 2;
+  shape.head_dim = 16;
+  shape.dtype = KvDType::kF32;
+  shape.query_window = 4;
+  auto run = [&](bool seen_mask) {
+    KvPolicyConfig c;
+    c.policy = "rkv";
+    c.budget = 24;
+    c.window = 4;
+    c.pad_policy = PadPolicy::kPadded;
+    c.pad_mask_seen_tokens = seen_mask;
+    auto comp = KvCompressor::Create(c, 1);
+    EXPECT_TRUE(comp.ok());
+    EXPECT_TRUE((*comp)->Reset(kPad).ok());
+    SequenceKvCache cache(shape, 64, 64);
+    std::mt19937 rng(38);
+    std::normal_distribution<float> nd;
+    std::vector<std::vector<std::vector<int32_t>>> kept;  // [compression][layer * kv + h]
+    auto feed = [&](int32_t p) {
+      std::vector<float> k(2 * 16), v(2 * 16), q(4 * 16);
+      for (int layer = 0; layer < 3; ++layer) {
+        for (auto& x : k) x = nd(rng);
+        for (auto& x : v) x = nd(rng);
+        for (auto& x : q) x = nd(rng);
+        cache.Append(layer, k.data(), v.data(), p, p >= kPad);
+        cache.PushQuery(layer, q.data());
+      }
+    };
+    auto compress = [&](int64_t l) {
+      (*comp)->CompressNow(cache, l);
+      std::vector<std::vector<int32_t>> k;
+      for (int layer = 0; layer < 3; ++layer)
+        for (int h = 0; h < 2; ++h) k.emplace_back(cache.GenPos(layer, h), cache.GenPos(layer, h) + cache.size(layer));
+      kept.push_back(k);
+    };
+    for (int32_t p = 0; p < 32; ++p) feed(p);
+    compress(31);
+    for (int32_t p = 32; p < 44; ++p) feed(p);
+    compress(43);  // seen 44, N 36: seen − N = 8 ≥ Δpad
+    return kept;
+  };
+  const auto plain = run(false), authors = run(true);
+  EXPECT_EQ(plain[0], authors[0]);
+  int pads_evicted = 0;
+  for (size_t i = 0; i < plain[1].size(); ++i) {
+    for (int32_t p = 0; p < kPad; ++p) {
+      const auto& pk = plain[1][i];
+      EXPECT_TRUE(std::binary_search(pk.begin(), pk.end(), p)) << "default evicted pad " << p;
+      const auto& ak = authors[1][i];
+      pads_evicted += !std::binary_search(ak.begin(), ak.end(), p);
+    }
+  }
+  EXPECT_GT(pads_evicted, 0);
+}
+
 }  // namespace
 }  // namespace skipkv
