@@ -162,6 +162,21 @@ TEST(MethodArgsTest, ServeKvObjectTakesTheSetFields) {
   EXPECT_EQ(checked, values.size());
 }
 
+// The SkipKV authors' presets are serve "kv" policies too (issue 38).
+TEST(MethodArgsTest, ServeKvTakesTheAuthorsPresets) {
+  nlohmann::json body = {{"prompt", "x"}, {"kv", {{"policy", "skipkv-authors"}, {"budget", 512}}}};
+  serve::ParseOutcome parsed = serve::ParseRequest(body.dump(), serve::Endpoint::kCompletions);
+  ASSERT_TRUE(parsed.ok()) << parsed.error.message;
+  serve::ConvertOutcome conv = serve::ToEngineRequest(*parsed.request, serve::ConvertLimits{4096, 16, 0});
+  ASSERT_TRUE(conv.ok()) << conv.error.message;
+  ASSERT_TRUE(conv.request->method.has_value());
+  const MethodConfig& m = *conv.request->method;
+  EXPECT_EQ(m.kv.policy, "skipkv");
+  EXPECT_EQ(m.kv.skipkv.range_min_slots, 2);
+  EXPECT_TRUE(m.kv.skipkv.lambda_last);
+  EXPECT_TRUE(m.kv.pad_mask_seen_tokens);
+}
+
 TEST(MethodArgsTest, ParseErrorsNameTheKeyAndValue) {
   MethodConfig m;
   struct Case {
