@@ -111,7 +111,21 @@ void ForEachKvArg(KvPolicyConfig& kv, Visitor&& v) {
                                      ArgScope::kSentences});
   v(kv.skipkv.delimiters, ArgInfo{"sentence_delimiters", "--sentence-delimiters",
                                   "skipkv: strings that end a sentence, comma-separated, escapes \\n \\t \\r \\\\ \\,",
-                                  kArgRun | kArgBench, ArgScope::kSentences});
+                                  kTuning, ArgScope::kSentences});
+  v(kv.skipkv.nonexec_keywords,
+    ArgInfo{"nonexec_keywords", "--nonexec-keywords",
+            "skipkv: keywords that make a sentence non-execution (N_o), comma-separated like the delimiters", kTuning,
+            ArgScope::kSentences});
+  v(kv.skipkv.range_min_slots,
+    ArgInfo{"range_min_slots", "--range-min-slots",
+            "skipkv: penalise a redundant sentence only when at least this many of its slots are cached (the "
+            "authors' code: 2)",
+            kTuning, ArgScope::kSentences});
+  v(kv.skipkv.lambda_last,
+    ArgInfo{"pss_lambda_last", "--pss-lambda-last",
+            "skipkv: lambda of a redundant sentence = the PSS of its last qualifying pair, not the largest (the "
+            "authors' code)",
+            kTuning, ArgScope::kSentences});
   v(kv.skipkv.sentence_scoring,
     ArgInfo{"sentence_scoring", "--no-sentence-scoring",
             "skipkv: track sentences and T but apply no penalty (the R-KV ablation)", kTuning, ArgScope::kSentences,
@@ -120,6 +134,11 @@ void ForEachKvArg(KvPolicyConfig& kv, Visitor&& v) {
                            "ragged (continuous batching, no padding) or padded (paper-faithful left-padded batches; "
                            "pads are kept and count against the budget)",
                            kArgRun | kArgEval, ArgScope::kAny});
+  v(kv.pad_mask_seen_tokens,
+    ArgInfo{"pad_mask_seen_tokens", "--pad-mask-seen-tokens",
+            "padded: score with the authors' pad mask (the last N entries of the padding mask of all tokens seen; "
+            "stops marking kept pads after the first eviction) instead of the slots' own flags",
+            kTuning | kArgEval, ArgScope::kAny});
   v(kv.trace_path, ArgInfo{"trace", "--kv-trace",
                            "Write the kept positions of every compression (JSONL); with --json each result line also "
                            "carries stream_pieces (the text of every position) for `skipkv eval report --trace`",
@@ -155,6 +174,10 @@ void ForEachSteerArg(SteeringConfig& s, Visitor&& v) {
                        kFlags, ArgScope::kSteerAdaptive});
   v(s.assume_think, ArgInfo{"steer_assume_think", "--no-assume-think", "Steer only after a <think> token (spec A13)",
                             kFlags, ArgScope::kSteer, /*negated=*/true});
+  v(s.authors_form, ArgInfo{"steer_authors_form", "--steer-authors-form",
+                            "The vector is H_O - H_E (SEAL's / the SkipKV authors' form, used with a negative coef): "
+                            "negate it, so alpha = -coef",
+                            kFlags | kArgSet, ArgScope::kSteer});
 }
 
 // Both lists, KV first.

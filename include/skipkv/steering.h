@@ -37,6 +37,10 @@ struct SteeringConfig {
   float alpha_max = std::numeric_limits<float>::infinity();  // optional clamp (none by default)
   SteerCadence cadence = SteerCadence::kCompression;
   bool assume_think = true;  // spec A13: no <think> seen = inside the thought until </think>
+  // The file is in the SkipKV authors' / SEAL's form v = H_O − H_E (used there
+  // with a negative coefficient): the direction is negated at load, so
+  // α = −coef gives the same residual edit (issue 38, row 5; docs/steering.md).
+  bool authors_form = false;
 };
 
 const char* SteerCadenceName(SteerCadence c);

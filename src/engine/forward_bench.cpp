@@ -263,7 +263,7 @@ StatusOr<std::unique_ptr<ForwardBench>> ForwardBench::Open(const std::string& mo
   if (KvPolicyUsesSentences(kv)) {
     auto tok = Tokenizer::FromModelSource(*impl->source);
     StatusOr<SkipkvTokenSets> sets =
-        tok.ok() ? BuildSkipkvTokenSets(**tok, kv.skipkv.delimiters) : StatusOr<SkipkvTokenSets>(tok.status());
+        tok.ok() ? BuildSkipkvTokenSets(**tok, kv.skipkv.delimiters, kv.skipkv.nonexec_keywords) : StatusOr<SkipkvTokenSets>(tok.status());
     if (!sets.ok()) return sets.status().WithContext("SkipKV token sets");
     impl->sets = std::make_shared<const SkipkvTokenSets>(std::move(sets).value());
   }

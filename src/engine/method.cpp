@@ -41,6 +41,7 @@ void AddSteerFields(const SteeringConfig& s, std::vector<std::pair<std::string, 
     f->push_back({"steer.coef", Num(s.coef)});
   }
   f->push_back({"steer.assume_think", s.assume_think ? "true" : "false"});
+  if (s.authors_form) f->push_back({"steer.authors_form", "true"});  // only when set (issue 38)
 }
 
 }  // namespace
@@ -80,6 +81,9 @@ std::vector<std::pair<std::string, std::string>> MethodFields(const MethodConfig
   f.push_back({"h2o_heavy", Num(kv.h2o_heavy)});
   f.push_back({"h2o_recent", Num(kv.h2o_recent)});
   f.push_back({"streaming_sinks", Num(int64_t{kv.streaming_sinks})});
+  // Parity switches (issue 38): listed only when set, so that the
+  // provenance of the project's defaults stays as it was.
+  if (kv.pad_mask_seen_tokens) f.push_back({"pad_mask_seen_tokens", "true"});
   if (!valid || KvPolicyUsesSentences(kv)) {
     const SkipkvConfig& s = kv.skipkv;
     f.push_back({"skipkv.sim_threshold", Num(s.sim_threshold)});
@@ -90,6 +94,14 @@ std::vector<std::pair<std::string, std::string>> MethodFields(const MethodConfig
     for (size_t i = 0; i < s.delimiters.size(); ++i) delims += (i ? "," : "") + Quote(s.delimiters[i]);
     f.push_back({"skipkv.delimiters", delims + "]"});
     f.push_back({"skipkv.sentence_scoring", s.sentence_scoring ? "true" : "false"});
+    if (s.nonexec_keywords != DefaultNonExecKeywords()) {
+      std::string words = "[";
+      for (size_t i = 0; i < s.nonexec_keywords.size(); ++i)
+        words += (i ? "," : "") + Quote(s.nonexec_keywords[i]);
+      f.push_back({"skipkv.nonexec_keywords", words + "]"});
+    }
+    if (s.range_min_slots != 1) f.push_back({"skipkv.range_min_slots", Num(int64_t{s.range_min_slots})});
+    if (s.lambda_last) f.push_back({"skipkv.pss_lambda_last", "true"});
   }
   AddSteerFields(m.steer, &f);
   return f;

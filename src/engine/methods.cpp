@@ -62,7 +62,7 @@ StatusOr<std::shared_ptr<const Method>> MethodTable::Resolve(const MethodConfig&
   SKIPKV_ASSIGN_OR_RETURN(m->policy_, CreateKvPolicy(c.kv));
   m->observe_sentences_ = observe_sentences_ && c.kv.policy == "full";
   if (m->policy_->uses_sentences() || c.steer.enabled || m->observe_sentences_) {
-    StatusOr<SkipkvTokenSets> sets = BuildSkipkvTokenSets(*tokenizer_, c.kv.skipkv.delimiters);
+    StatusOr<SkipkvTokenSets> sets = BuildSkipkvTokenSets(*tokenizer_, c.kv.skipkv.delimiters, c.kv.skipkv.nonexec_keywords);
     if (!sets.ok()) return sets.status().WithContext("method '" + c.name + "': SkipKV token sets");
     m->skipkv_sets_ = std::make_shared<const SkipkvTokenSets>(std::move(sets).value());
   }
@@ -72,7 +72,7 @@ StatusOr<std::shared_ptr<const Method>> MethodTable::Resolve(const MethodConfig&
     if (!cv.ok()) return ctx(cv.status());
     Status st = ValidateControlVectorForModel(*cv, c.steer.file, c.steer.layer, n_layers_, d_model_);
     if (!st.ok()) return ctx(st);
-    m->steer_vector_ = std::make_shared<const std::vector<float>>(cv->directions.at(c.steer.layer));
+    m->steer_vector_ = std::make_shared<const std::vector<float>>(SteeringDirection(*cv, c.steer.layer, c.steer.authors_form));
   }
   m->config_ = std::move(c);
   methods_.emplace(key, m);

@@ -1,6 +1,7 @@
 // The method presets of sweeps (eval/presets.h) and their --set overrides.
 #include "eval/presets.h"
 
+#include <cctype>
 #include <cstdlib>
 
 #include "skipkv/method_args.h"
@@ -22,7 +23,72 @@ struct PresetDef {
   bool sentence_scoring;
   bool grouping;
   Steer steer;
+  // FIELD=VALUE settings applied before the user's --set (the *-authors presets).
+  std::span<const char* const> settings = {};
+  bool authors_table = false;  // τ and the steering strength from AuthorsRuns()
 };
+
+// ---- The SkipKV authors' runs (issue 38) as data ---------------------------
+// Where their code differs from the project's defaults; the row numbers are
+// issue 38's table (docs/kv-policies.md, "Parity with the authors' code").
+constexpr const char* kAuthorsFullkv[] = {
+    "grouping=true",  // row 8: run_math.py sorts prompts by length for every method
+};
+constexpr const char* kAuthorsRkv[] = {
+    "grouping=true",              // row 8
+    "pad_mask_seen_tokens=true",  // row 11: the layer mask, not the slots' pad flags
+};
+constexpr const char* kAuthorsSkipkv[] = {
+    "grouping=true",                                                      // row 8
+    "pad_mask_seen_tokens=true",                                          // row 11
+    "sim_threshold=0.95",                                                 // row 1: run_math.py's default S_threshold
+    "pss_include_prompt=true",                                            // row 7
+    "min_sentence_tokens=1",                                              // consecutive delimiters are sentences
+    "sentence_delimiters=\\n,.\\n,)\\n,\\n\\n,.\\n\\n,)\\n\\n,?\\n\\n",  // row 6
+    "nonexec_keywords=Alternatively,Wait,again",                          // row 4
+    "range_min_slots=2",                                                  // row 9
+    "pss_lambda_last=true",                                               // row 10
+    "steer_alpha0=1.25",                                                  // row 5: coef -1.25 on H_O - H_E
+    "steer_gamma=0.02",                                                   // row 5
+};
+
+// scripts/run.sh at 4492840: every run_seal line (S_threshold, coef, layer).
+constexpr AuthorsRun kAuthorsRuns[] = {
+    {"DeepSeek-R1-Distill-Qwen-7B", "math", 768, 0.96f, -1.25f, 20},
+    {"DeepSeek-R1-Distill-Qwen-7B", "math", 1024, 0.99f, -1.25f, 20},
+    {"DeepSeek-R1-Distill-Qwen-7B", "math", 1260, 0.99f, -1.25f, 20},
+    {"DeepSeek-R1-Distill-Qwen-7B", "math", 1536, 0.95f, -1.25f, 20},
+    {"DeepSeek-R1-Distill-Qwen-7B", "aime24", 1536, 0.98f, -1.25f, 20},
+    {"DeepSeek-R1-Distill-Qwen-7B", "aime24", 2220, 0.98f, -1.25f, 20},
+    {"DeepSeek-R1-Distill-Qwen-7B", "aime24", 3072, 0.98f, -1.25f, 20},
+    {"DeepSeek-R1-Distill-Qwen-7B", "aime24", 4096, 0.99f, -1.25f, 20},
+    {"DeepSeek-R1-Distill-Qwen-7B", "gsm8k", 512, 0.95f, -1.25f, 20},
+    {"DeepSeek-R1-Distill-Qwen-14B", "math", 768, 0.98f, -1.0f, 35},
+    {"DeepSeek-R1-Distill-Qwen-14B", "math", 1024, 0.97f, -1.0f, 35},
+    {"DeepSeek-R1-Distill-Qwen-14B", "math", 1536, 0.98f, -1.0f, 35},
+    {"DeepSeek-R1-Distill-Qwen-14B", "math", 2048, 0.98f, -1.0f, 35},
+    {"DeepSeek-R1-Distill-Qwen-14B", "aime24", 1024, 0.96f, -1.25f, 35},
+    {"DeepSeek-R1-Distill-Qwen-14B", "aime24", 1536, 0.96f, -1.25f, 35},
+    {"DeepSeek-R1-Distill-Qwen-14B", "aime24", 3072, 0.97f, -1.25f, 35},
+    {"DeepSeek-R1-Distill-Qwen-14B", "aime24", 4096, 0.96f, -1.25f, 35},
+    {"DeepSeek-R1-Distill-Llama-8B", "math", 768, 0.95f, -1.25f, 20},
+    {"DeepSeek-R1-Distill-Llama-8B", "math", 1024, 0.97f, -1.25f, 20},
+    {"DeepSeek-R1-Distill-Llama-8B", "math", 1536, 0.96f, -1.25f, 20},
+    {"DeepSeek-R1-Distill-Llama-8B", "math", 2048, 0.99f, -1.25f, 20},
+    {"DeepSeek-R1-Distill-Llama-8B", "aime24", 2048, 0.95f, -1.0f, 20},
+    {"DeepSeek-R1-Distill-Llama-8B", "aime24", 2700, 0.97f, -1.0f, 20},
+    {"DeepSeek-R1-Distill-Llama-8B", "aime24", 3072, 0.99f, -1.0f, 20},
+    {"DeepSeek-R1-Distill-Llama-8B", "aime24", 4096, 0.99f, -1.0f, 20},
+    {"Qwen3-8B", "aime24", 1536, 0.95f, -1.0f, 25},
+    {"Qwen3-8B", "aime24", 2220, 0.95f, -1.0f, 25},
+    {"Qwen3-8B", "aime24", 3072, 0.95f, -1.0f, 25},
+    {"Qwen3-8B", "aime24", 4096, 0.95f, -1.0f, 25},
+};
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
 
 // Table 2 of the paper is cumulative: rkv -> rkv+sentence ->
 // rkv+sentence+steering -> skipkv (+grouping).
@@ -36,6 +102,9 @@ constexpr PresetDef kPresets[] = {
     {"rkv+sentence+steering", "skipkv", true, false, Steer::kAdaptive},
     {"skipkv", "skipkv", true, true, Steer::kIfGiven},
     {"seal", "full", false, false, Steer::kFixed},
+    {"fullkv-authors", "full", false, true, Steer::kNone, kAuthorsFullkv},
+    {"rkv-authors", "rkv", false, true, Steer::kNone, kAuthorsRkv},
+    {"skipkv-authors", "skipkv", true, true, Steer::kIfGiven, kAuthorsSkipkv, /*authors_table=*/true},
 };
 
 // Applies FIELD=VALUE to the preset; `scoped` is true when the override names
@@ -77,7 +146,36 @@ Status Apply(MethodPreset& p, const std::string& field, const std::string& value
   return result;
 }
 
+// FIELD=VALUE or LABEL.FIELD=VALUE applied to `p` (see MakePreset).
+Status ApplyOverride(MethodPreset& p, const std::string& o) {
+  const size_t eq = o.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return InvalidArgument("--set '" + o + "' must be FIELD=VALUE or METHOD.FIELD=VALUE");
+  std::string field = o.substr(0, eq);
+  const std::string value = o.substr(eq + 1);
+  bool scoped = false;
+  if (const size_t dot = field.rfind('.'); dot != std::string::npos) {
+    if (field.substr(0, dot) != p.method.name) return Status::Ok();  // another method's override
+    field = field.substr(dot + 1);
+    scoped = true;
+  }
+  return Apply(p, field, value, scoped);
+}
+
 }  // namespace
+
+std::span<const AuthorsRun> AuthorsRuns() { return kAuthorsRuns; }
+
+const AuthorsRun* FindAuthorsRun(const std::string& model, const std::string& dataset, int64_t budget) {
+  const std::string m = Lower(model);
+  const std::string d = Lower(dataset) == "math500" ? "math" : Lower(dataset);
+  const AuthorsRun* best = nullptr;
+  for (const AuthorsRun& r : kAuthorsRuns) {
+    if (r.budget != budget || d != r.dataset || m.find(Lower(r.model)) == std::string::npos) continue;
+    if (best == nullptr || std::string(r.model).size() > std::string(best->model).size()) best = &r;
+  }
+  return best;
+}
 
 std::vector<std::string> KnownPresets() {
   std::vector<std::string> v;
@@ -86,7 +184,8 @@ std::vector<std::string> KnownPresets() {
 }
 
 StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
-                                  const std::vector<std::string>& overrides, const SteeringConfig& vector) {
+                                  const std::vector<std::string>& overrides, const SteeringConfig& vector,
+                                  const PresetContext& context) {
   std::string label = spec, preset = spec;
   if (const size_t eq = spec.find('='); eq != std::string::npos) {
     label = spec.substr(0, eq);
@@ -127,20 +226,18 @@ StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
     p.method.steer = vector;
     p.method.steer.adaptive = def->steer != Steer::kFixed;
   }
-  for (const std::string& o : overrides) {
-    const size_t eq = o.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return InvalidArgument("--set '" + o + "' must be FIELD=VALUE or METHOD.FIELD=VALUE");
-    std::string field = o.substr(0, eq);
-    const std::string value = o.substr(eq + 1);
-    bool scoped = false;
-    if (const size_t dot = field.rfind('.'); dot != std::string::npos) {
-      if (field.substr(0, dot) != label) continue;  // another method's override
-      field = field.substr(dot + 1);
-      scoped = true;
+  // The preset's own settings (shared: a field the method does not use, e.g.
+  // the steering strength without a vector, is skipped), then its table,
+  // then the user's overrides.
+  for (const char* s : def->settings) SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, s));
+  if (def->authors_table) {
+    if (const AuthorsRun* r = FindAuthorsRun(context.model, context.dataset, budget)) {
+      p.authors_run = std::string(r->model) + "/" + r->dataset + "/" + std::to_string(r->budget);
+      SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, "sim_threshold=" + std::to_string(r->tau)));
+      SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, "steer_alpha0=" + std::to_string(-r->coef)));
     }
-    SKIPKV_RETURN_IF_ERROR(Apply(p, field, value, scoped));
   }
+  for (const std::string& o : overrides) SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, o));
   SKIPKV_RETURN_IF_ERROR(ValidateMethod(p.method));
   return p;
 }
@@ -148,7 +245,9 @@ StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
 std::string PresetJson(const MethodPreset& p) {
   std::string m = MethodJson(p.method);  // "{...}"
   m.pop_back();
-  return m + ",\"preset\":\"" + p.preset + "\",\"grouping\":" + (p.grouping ? "true" : "false") + "}";
+  m += ",\"preset\":\"" + p.preset + "\",\"grouping\":" + (p.grouping ? "true" : "false");
+  if (!p.authors_run.empty()) m += ",\"authors_run\":\"" + p.authors_run + "\"";
+  return m + "}";
 }
 
 }  // namespace skipkv::eval

@@ -14,12 +14,26 @@
 //                           method_config then has no steer fields).
 //   seal                    FullKV + SEAL steering: fixed strength α = coef on
 //                           SPLIT tokens inside <think> (spec §4.2); needs a vector
+//   fullkv-authors, rkv-authors, skipkv-authors
+//                           the SkipKV authors' runs (GitHub TTTTTTris/SkipKV at
+//                           4492840, scripts/run.sh): the preset plus the
+//                           settings of their code where the project's
+//                           defaults differ (issue 38; docs/kv-policies.md,
+//                           "Parity with the authors' code"): batch grouping
+//                           for all three; for rkv and skipkv their pad mask;
+//                           for skipkv τ from their table per (model, dataset,
+//                           B) (AuthorsRuns; 0.95 elsewhere), prompt sentences
+//                           in the PSS, 1-token sentences, "?\n\n" among the
+//                           delimiters, the 3 bare keywords, ranges penalised
+//                           from 2 cached slots, λ of the last pair, and
+//                           steering α0 = −coef, γ = 0.02 when a vector is given.
 // Table 2's rows are rkv, rkv+sentence, rkv+sentence+steering, skipkv.
 // A method spec is PRESET or LABEL=PRESET (a second configuration of a preset
 // under its own label, e.g. rkv-l07=rkv with --set rkv-l07.mix_lambda=0.07).
 #pragma once
 
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,10 +46,38 @@ struct MethodPreset {
   std::string preset;   // the preset it came from
   MethodConfig method;  // name = the label rows are keyed by
   bool grouping = false;
+  // The authors' run whose τ / steering strength an *-authors preset took
+  // ("DeepSeek-R1-Distill-Qwen-7B/aime24/1536"); empty when none matched.
+  std::string authors_run;
   bool full() const { return method.kv.policy == "full"; }
 };
 
 std::vector<std::string> KnownPresets();
+
+// One SkipKV run of the authors' scripts/run.sh (all of them, commented-out
+// lines included): τ (S_threshold) and the SEAL steering they used, for
+// (model, dataset, B). coef is theirs (negative, on an H_O − H_E vector);
+// layer is the decoder layer whose input they steer.
+struct AuthorsRun {
+  const char* model;    // Hugging Face name without the org, e.g. "DeepSeek-R1-Distill-Qwen-7B"
+  const char* dataset;  // their data file: math (MATH-500), aime24, gsm8k
+  int64_t budget;
+  float tau;
+  float coef;
+  int layer;
+};
+std::span<const AuthorsRun> AuthorsRuns();
+
+// The run for a model (a path or name that contains the run's model name,
+// case-insensitively; the longest match wins), a dataset (math500 or math,
+// aime24, gsm8k) and a budget; nullptr if the authors have none.
+const AuthorsRun* FindAuthorsRun(const std::string& model, const std::string& dataset, int64_t budget);
+
+// What a sweep knows about its runs, for the *-authors presets' table.
+struct PresetContext {
+  std::string model;    // path or name
+  std::string dataset;  // dataset name
+};
 
 // The preset for `spec` at `budget` (ignored for fullkv), with overrides
 // applied: "FIELD=VALUE" applies to every method, "LABEL.FIELD=VALUE" to the
@@ -52,9 +94,10 @@ std::vector<std::string> KnownPresets();
 // ignore it. A preset that needs a vector without one is an InvalidArgument.
 // The result is validated (ValidateMethod; the vector file itself is loaded
 // and checked against the model when the engine first runs the method).
+// `context`: the model and dataset for the *-authors presets' table.
 StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
                                   const std::vector<std::string>& overrides,
-                                  const SteeringConfig& vector = {});
+                                  const SteeringConfig& vector = {}, const PresetContext& context = {});
 
 // The provenance of a method as JSON (MethodJson plus preset and grouping).
 std::string PresetJson(const MethodPreset& p);

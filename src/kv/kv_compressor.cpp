@@ -49,6 +49,10 @@ StatusOr<std::unique_ptr<KvCompressor>> KvCompressor::Create(const KvPolicyConfi
   return std::make_unique<KvCompressor>(std::move(policy), sequence_id, std::move(trace));
 }
 
+void AuthorsPadMask(int64_t seen, int64_t n, int64_t pad_len, uint8_t* valid_out) {
+  for (int64_t s = 0; s < n; ++s) valid_out[s] = (seen - n + s >= pad_len) ? 1 : 0;
+}
+
 Status KvCompressor::Reset(int64_t pad_len) { return Reset(pad_len, policy_->NewSequenceState()); }
 
 Status KvCompressor::Reset(int64_t pad_len, std::unique_ptr<KvSequenceState> state) {
@@ -168,6 +172,14 @@ KvCompressor::LayerResult KvCompressor::CompressLayer(SequenceKvCache& cache, in
   in.gen_pos = gen_pos;
   in.valid = valid;
   in.padded = policy_->config().pad_policy == PadPolicy::kPadded;
+  if (in.padded && policy_->config().pad_mask_seen_tokens) {
+    w.valid.resize(static_cast<size_t>(hk) * n);
+    for (int h = 0; h < hk; ++h) {
+      uint8_t* v = w.valid.data() + static_cast<size_t>(h) * n;
+      AuthorsPadMask(static_cast<int64_t>(gen_pos[h][n - 1]) + 1, n, stats_.pad_len, v);
+      valid[h] = v;
+    }
+  }
   in.adjusters = adjusters;
   if (policy_->needs_keys()) {
     // Keys as f32, [hk][n][d]: one bulk conversion per head.

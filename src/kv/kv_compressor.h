@@ -86,6 +86,16 @@ enum class ForwardKind {
   kDecode,          // generated tokens fed (normally one)
 };
 
+// The pad mask the SkipKV authors' update_kv sees (issue 38 row 11): the
+// layer's attention mask is the row's padding mask over all `seen` tokens
+// (pads first), sliced to its last n entries (transformers 4.53
+// masking_utils.flash_attention_mask), so slot s counts as a pad iff
+// seen − n + s < pad_len. Right until the first eviction; after it, the
+// slice covers recent tokens and stops marking the pads the cache still
+// holds (once seen − n ≥ pad_len it marks none). seen = gen_pos of the
+// newest slot + 1. valid_out: [n].
+void AuthorsPadMask(int64_t seen, int64_t n, int64_t pad_len, uint8_t* valid_out);
+
 class KvCompressor {
  public:
   // `policy` is shared by all sequences; `trace` may be null (no trace).
@@ -148,6 +158,7 @@ class KvCompressor {
     std::vector<float> keys, queries;
     KeepSets keep;
     std::vector<int32_t> evicted;  // evicted gen_pos of one head (post-compression report)
+    std::vector<uint8_t> valid;    // pad_mask_seen_tokens: the authors' mask [hk][n]
   };
 
   std::shared_ptr<const KvPolicy> policy_;

@@ -43,6 +43,11 @@ struct KvPolicyConfig {
   float mix_lambda = 0.1f;  // rkv, skipkv (σ): score = λ·importance − (1−λ)·redundancy, λ in [0, 1]
   int pool_kernel = 7;      // max-pool kernel over importance (odd, stride 1, pad kernel/2, −inf padding)
   PadPolicy pad_policy = PadPolicy::kRagged;
+  // Padded mode only (issue 38 row 11): false = the slots' own valid flags
+  // (pads masked and kept for the whole run); true = the SkipKV authors' code,
+  // whose pad mask is the last N entries of the row's padding mask over all
+  // tokens seen (transformers' flash-attention mask), see AuthorsPadMask.
+  bool pad_mask_seen_tokens = false;
   // h2o_acc: heavy hitters + recent = budget. -1 = automatic: recent = B/2
   // (or B − heavy when only heavy is given), heavy = B − recent.
   int64_t h2o_heavy = -1;
@@ -93,7 +98,8 @@ class SlotScoreAdjuster {
  public:
   virtual ~SlotScoreAdjuster() = default;
   // score[n] for n in [0, score.size()) belongs to candidate slot n of
-  // (layer, kv_head); gen_pos has the same length (strictly ascending).
+  // (layer, kv_head); gen_pos covers all slots of the head (the candidates
+  // first, then the recent window; strictly ascending, size >= score.size()).
   virtual void Adjust(int layer, int kv_head, std::span<const int32_t> gen_pos,
                       std::span<float> score) const = 0;
   // How many of `gen_pos` (strictly ascending) this adjuster penalises, each

@@ -7,6 +7,13 @@
 
 namespace skipkv {
 
+GenPosRangePenalty::GenPosRangePenalty(int min_slots) : min_slots_(min_slots) { SKIPKV_CHECK(min_slots >= 1); }
+
+void GenPosRangePenalty::Set(int32_t b, int32_t e, float lambda) {
+  SKIPKV_CHECK(b <= e && lambda >= 0.f);
+  ranges_[{b, e}] = lambda;
+}
+
 void GenPosRangePenalty::Add(int32_t b, int32_t e, float lambda) {
   SKIPKV_CHECK(b <= e && lambda >= 0.f);
   auto [it, inserted] = ranges_.emplace(std::make_pair(b, e), lambda);
@@ -15,10 +22,13 @@ void GenPosRangePenalty::Add(int32_t b, int32_t e, float lambda) {
 
 void GenPosRangePenalty::Adjust(int layer, int kv_head, std::span<const int32_t> gen_pos,
                                 std::span<float> score) const {
-  const auto first = gen_pos.begin(), end = gen_pos.begin() + score.size();
+  SKIPKV_CHECK(gen_pos.size() >= score.size());
+  const auto first = gen_pos.begin(), cand_end = gen_pos.begin() + score.size();
   for (const auto& [range, lambda] : ranges_) {
-    const auto lo = std::lower_bound(first, end, range.first);
-    const auto hi = std::upper_bound(first, end, range.second);  // one past the range, clamped to candidates
+    const auto lo = std::lower_bound(first, gen_pos.end(), range.first);
+    auto hi = std::upper_bound(lo, gen_pos.end(), range.second);  // one past the range
+    if (hi - lo < min_slots_) continue;
+    hi = std::min(hi, cand_end);  // candidates only
     for (auto it = lo; it < hi; ++it) score[it - first] -= lambda;
   }
 }

@@ -177,9 +177,10 @@ void MixScores(const float* imp, const float* red, int64_t n, float lambda, floa
 }
 
 void FinishScores(std::span<const SlotScoreAdjuster* const> adjusters, int layer, int kv_head,
-                  const int32_t* gen_pos, const uint8_t* valid, bool padded, std::span<float> score) {
+                  std::span<const int32_t> gen_pos, const uint8_t* valid, bool padded, std::span<float> score) {
+  SKIPKV_CHECK(gen_pos.size() >= score.size());
   for (const SlotScoreAdjuster* adj : adjusters) {
-    if (adj) adj->Adjust(layer, kv_head, std::span<const int32_t>(gen_pos, score.size()), score);
+    if (adj) adj->Adjust(layer, kv_head, gen_pos, score);
   }
   if (padded) {
     for (size_t i = 0; i < score.size(); ++i)

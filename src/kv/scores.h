@@ -51,9 +51,10 @@ void MixScores(const float* imp, const float* red, int64_t n, float lambda, floa
 
 // Applies `adjusters` (in order) to the candidate scores of (layer, kv_head),
 // then, if `padded`, sets the score of every invalid candidate to +inf so
-// that pads are never evicted. score: [C], gen_pos/valid: [≥ C].
+// that pads are never evicted. score: [C]; gen_pos: all N slots of the head
+// (the adjusters see them all); valid: [≥ C].
 void FinishScores(std::span<const SlotScoreAdjuster* const> adjusters, int layer, int kv_head,
-                  const int32_t* gen_pos, const uint8_t* valid, bool padded, std::span<float> score);
+                  std::span<const int32_t> gen_pos, const uint8_t* valid, bool padded, std::span<float> score);
 
 // Selection (spec §6.6 (d)): keeps the top `budget − recent` candidates by
 // score among slots [0, n_slots − recent) — ties (and equal +inf pads) go to

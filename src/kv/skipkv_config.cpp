@@ -9,6 +9,10 @@ std::vector<std::string> DefaultSentenceDelimiters() {
   return {"\n", ".\n", ")\n", "\n\n", ".\n\n", ")\n\n"};
 }
 
+std::vector<std::string> DefaultNonExecKeywords() {
+  return {"Wait", " Wait", "wait", " wait", "Alternatively", " Alternatively", "again", " again"};
+}
+
 namespace {
 
 // A delimiter as it would be typed on a command line ("\n" for a newline).
@@ -30,6 +34,10 @@ std::string Escaped(const std::string& s) {
 
 Status ValidateSkipkvConfig(const SkipkvConfig& config) {
   const std::string p = "skipkv: ";
+  if (config.range_min_slots < 1) {
+    return InvalidArgument(p + "range_min_slots (" + std::to_string(config.range_min_slots) +
+                           ") must be at least 1");
+  }
   if (!(config.sim_threshold > 0.f && config.sim_threshold <= 1.f)) {
     return InvalidArgument(p + "sim_threshold (" + std::to_string(config.sim_threshold) +
                            ") must be in (0, 1]");
@@ -54,6 +62,11 @@ Status ValidateSkipkvConfig(const SkipkvConfig& config) {
       if (config.delimiters[j] == config.delimiters[i]) {
         return InvalidArgument(p + "delimiter \"" + Escaped(config.delimiters[i]) + "\" is listed twice");
       }
+    }
+  }
+  for (size_t i = 0; i < config.nonexec_keywords.size(); ++i) {
+    if (config.nonexec_keywords[i].empty()) {
+      return InvalidArgument(p + "nonexec_keywords[" + std::to_string(i) + "] is an empty string");
     }
   }
   return Status::Ok();

@@ -9,8 +9,8 @@
 
 namespace skipkv {
 
-RedundantSentenceSet::RedundantSentenceSet(int d, float tau, int64_t max_sentences)
-    : d_(d), tau_(tau), k_(max_sentences) {
+RedundantSentenceSet::RedundantSentenceSet(int d, float tau, int64_t max_sentences, SkipkvLambdaRule rule)
+    : d_(d), tau_(tau), k_(max_sentences), rule_(rule) {
   SKIPKV_CHECK(d_ > 0 && tau_ > 0.f && tau_ <= 1.f && k_ >= 1);
 }
 
@@ -58,10 +58,17 @@ int64_t RedundantSentenceSet::Update(GenPosRangePenalty* penalty) {
       auto [it, inserted] = table_.emplace(span, sim);
       if (inserted) {
         ++entered;
+      } else if (rule_ == SkipkvLambdaRule::kLast) {
+        it->second = sim;  // j ascends, so the last write is the latest later sentence
       } else {
         it->second = std::max(it->second, sim);
       }
-      if (penalty) penalty->Add(span.first, span.second, it->second);
+      if (!penalty) continue;
+      if (rule_ == SkipkvLambdaRule::kLast) {
+        penalty->Set(span.first, span.second, it->second);
+      } else {
+        penalty->Add(span.first, span.second, it->second);
+      }
     }
   }
   // Keep only the last K embeddings: nothing older can be compared again.

@@ -9,7 +9,9 @@
 // f32 matrix-vector product over the stored embeddings per new sentence. An
 // earlier sentence i with PSS(i, j) > τ is redundant (Eq. 3) and enters T as
 // its span (b_i, e_i) ↦ λ_i, λ_i = the largest such PSS seen so far (A7: max,
-// so T does not depend on the comparison order). T never shrinks.
+// so T does not depend on the comparison order), or with SkipkvLambdaRule::kLast
+// the PSS of the last qualifying pair (the latest later sentence j; the
+// SkipKV authors' code, issue 38 row 10). T never shrinks.
 //
 // Memory: the embeddings of the last K compared sentences plus those pushed
 // since the last Update; older ones are discarded (they can never be
@@ -43,7 +45,8 @@ class RedundantSentenceSet {
   };
 
   // d > 0, tau in (0, 1], max_sentences >= 1 (see ValidateSkipkvConfig).
-  RedundantSentenceSet(int d, float tau, int64_t max_sentences);
+  RedundantSentenceSet(int d, float tau, int64_t max_sentences,
+                       SkipkvLambdaRule rule = SkipkvLambdaRule::kMax);
 
   void Reset();
 
@@ -68,6 +71,7 @@ class RedundantSentenceSet {
   int d_;
   float tau_;
   int64_t k_;
+  SkipkvLambdaRule rule_;
   std::vector<std::pair<int32_t, int32_t>> spans_;  // of the stored embeddings, oldest first
   std::vector<float> emb_;                          // [spans_.size()][d], unit rows
   int64_t compared_ = 0;                            // leading stored entries already compared

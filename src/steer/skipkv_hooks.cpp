@@ -32,7 +32,7 @@ SkipkvSentenceHooks::SkipkvSentenceHooks(const SkipkvConfig& config,
 void SkipkvSentenceHooks::OnStart(const SequenceStart& start) {
   SKIPKV_CHECK(start.d_model > 0);
   tracker_.emplace(sets_.get(), start.d_model, config_.min_sentence_tokens);
-  redundant_.emplace(start.d_model, config_.sim_threshold, config_.max_sentences);
+  redundant_.emplace(start.d_model, config_.sim_threshold, config_.max_sentences, config_.lambda_rule());
   const int32_t first = static_cast<int32_t>(start.pad_len);
   tracker_->Reset(first, first + static_cast<int32_t>(start.prompt.size()));
   pending_text_.clear();

@@ -191,4 +191,11 @@ Status ValidateControlVectorForModel(const ControlVector& cv, const std::string&
   return Status::Ok();
 }
 
+std::vector<float> SteeringDirection(const ControlVector& cv, int layer, bool authors_form) {
+  std::vector<float> d = cv.directions.at(layer);
+  if (authors_form)
+    for (float& x : d) x = -x;
+  return d;
+}
+
 }  // namespace skipkv

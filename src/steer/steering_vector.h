@@ -78,4 +78,9 @@ Status ValidateControlVectorForModel(const ControlVector& cv, const std::string&
 // for the last direction: the residual after the last layer).
 inline int EngineLayerForDirection(int direction) { return direction + 1; }
 
+// The direction the engine adds (times α) for `layer`: cv.directions.at(layer),
+// negated when the file is in the authors' form v = H_O − H_E
+// (SteeringConfig::authors_form), so that α·result = coef·v with α = −coef.
+std::vector<float> SteeringDirection(const ControlVector& cv, int layer, bool authors_form);
+
 }  // namespace skipkv

@@ -1,6 +1,8 @@
 // Token-id sets for SkipKV (see token_sets.h).
 #include "steer/token_sets.h"
 
+#include "kv/skipkv_config.h"
+
 #include <algorithm>
 
 namespace skipkv {
@@ -64,16 +66,14 @@ std::string IdList(const Tokenizer& tok, const std::vector<TokenId>& ids) {
 
 }  // namespace
 
-std::vector<std::string> NonExecKeywordVariants() {
-  return {"Wait", " Wait", "wait", " wait", "Alternatively", " Alternatively", "again", " again"};
-}
+std::vector<std::string> NonExecKeywordVariants() { return DefaultNonExecKeywords(); }
 
 bool SkipkvTokenSets::IsDelimiter(int32_t id) const { return Contains(delimiters, id); }
 bool SkipkvTokenSets::IsNonExec(int32_t id) const { return Contains(nonexec, id); }
 bool SkipkvTokenSets::IsSplit(int32_t id) const { return Contains(split, id); }
 
-StatusOr<SkipkvTokenSets> BuildSkipkvTokenSets(const Tokenizer& tok,
-                                               std::span<const std::string> delimiters) {
+StatusOr<SkipkvTokenSets> BuildSkipkvTokenSets(const Tokenizer& tok, std::span<const std::string> delimiters,
+                                               std::span<const std::string> keywords) {
   if (delimiters.empty()) return InvalidArgument("skipkv token sets: no sentence delimiters given");
   SkipkvTokenSets sets;
   for (const std::string& d : delimiters) {
@@ -85,7 +85,9 @@ StatusOr<SkipkvTokenSets> BuildSkipkvTokenSets(const Tokenizer& tok,
     sets.delimiters.push_back(ids.back());  // spec §1.3: the last id of the encoding
   }
   SortUnique(&sets.delimiters);
-  for (const std::string& k : NonExecKeywordVariants()) {
+  const std::vector<std::string> defaults = NonExecKeywordVariants();
+  if (keywords.empty()) keywords = defaults;
+  for (const std::string& k : keywords) {
     const int32_t id = SingleId(tok, k);
     if (id >= 0) {
       sets.nonexec.push_back(id);

@@ -37,8 +37,11 @@ struct SkipkvTokenSets {
 };
 
 // InvalidArgument if `delimiters` is empty, holds an empty string, or a
-// delimiter encodes to no token.
-StatusOr<SkipkvTokenSets> BuildSkipkvTokenSets(const Tokenizer& tok, std::span<const std::string> delimiters);
+// delimiter encodes to no token. `keywords`: the variants of N (empty =
+// NonExecKeywordVariants()); each that encodes to one token gives its id,
+// the others go to nonexec_text.
+StatusOr<SkipkvTokenSets> BuildSkipkvTokenSets(const Tokenizer& tok, std::span<const std::string> delimiters,
+                                               std::span<const std::string> keywords = {});
 
 // A human-readable listing for `skipkv tokenize --skipkv-sets`: each
 // delimiter string with its encoding and chosen id, each keyword variant with

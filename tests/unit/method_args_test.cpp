@@ -97,6 +97,8 @@ TEST(MethodArgsTest, EverySetFieldParsesBackThroughMakePreset) {
       {"pss_include_prompt", "true"}, {"max_sentences", "7"}, {"sentence_scoring", "false"},
       {"steer_layer", "3"},      {"steer_coef", "2.5"},       {"steer_alpha0", "1.5"},
       {"steer_gamma", "0.25"},   {"steer_alpha_max", "4"},
+      {"steer_authors_form", "true"}, {"range_min_slots", "2"},  {"pss_lambda_last", "true"}, {"pad_mask_seen_tokens", "true"},
+      {"sentence_delimiters", "\\n,?\\n\\n"}, {"nonexec_keywords", "Wait,again"},
   };
   SteeringConfig vector;
   vector.enabled = true;
@@ -123,7 +125,10 @@ TEST(MethodArgsTest, EverySetFieldParsesBackThroughMakePreset) {
     ASSERT_TRUE(set.ok()) << d.key << "=" << text << ": " << set.status().ToString();
     const std::string before = ValueOf(base->method, d.key), after = ValueOf(set->method, d.key);
     EXPECT_NE(before, after) << d.key << " did not change";
-    EXPECT_EQ(nlohmann::json::parse(after), nlohmann::json::parse(text)) << d.key;
+    // Lists are written in the delimiter syntax, everything else as JSON.
+    const bool list = d.key == "sentence_delimiters" || d.key == "nonexec_keywords";
+    const std::string want = list ? ArgValueJson(*ParseDelimiterList(text)) : text;
+    EXPECT_EQ(nlohmann::json::parse(after), nlohmann::json::parse(want)) << d.key;
     // Serve's "kv" object sends JSON numbers as dumped: 16 -> "16", 0.5 -> "0.5".
   }
   EXPECT_EQ(settable, values.size()) << "a test value for a field that is not settable";
@@ -135,11 +140,14 @@ TEST(MethodArgsTest, ServeKvObjectTakesTheSetFields) {
   const std::map<std::string, nlohmann::json> values = {
       {"window", 16},          {"interval", 64},           {"mix_lambda", 0.5},       {"pool_kernel", 5},
       {"sinks", 2},            {"sim_threshold", 0.5},     {"min_sentence_tokens", 3}, {"pss_include_prompt", true},
-      {"max_sentences", 7},    {"sentence_scoring", false},
+      {"max_sentences", 7},    {"sentence_scoring", false},  {"range_min_slots", 2},     {"pss_lambda_last", true},
+      {"pad_mask_seen_tokens", true},
   };
   size_t checked = 0;
   for (const Declared& d : AllArgs()) {
     if (!(d.where & kArgSet) || d.key.rfind("steer_", 0) == 0 || d.scope == ArgScope::kH2oAcc) continue;
+    // "kv" takes numbers and booleans; the list fields come with the preset.
+    if (d.key == "sentence_delimiters" || d.key == "nonexec_keywords") continue;
     ASSERT_TRUE(values.count(d.key)) << "no test value for kv." << d.key;
     const std::string preset = PresetFor(d.scope);
     nlohmann::json body = {{"prompt", "x"}, {"kv", {{"policy", preset}, {"budget", 512}, {d.key, values.at(d.key)}}}};
@@ -152,6 +160,21 @@ TEST(MethodArgsTest, ServeKvObjectTakesTheSetFields) {
     ++checked;
   }
   EXPECT_EQ(checked, values.size());
+}
+
+// The SkipKV authors' presets are serve "kv" policies too (issue 38).
+TEST(MethodArgsTest, ServeKvTakesTheAuthorsPresets) {
+  nlohmann::json body = {{"prompt", "x"}, {"kv", {{"policy", "skipkv-authors"}, {"budget", 512}}}};
+  serve::ParseOutcome parsed = serve::ParseRequest(body.dump(), serve::Endpoint::kCompletions);
+  ASSERT_TRUE(parsed.ok()) << parsed.error.message;
+  serve::ConvertOutcome conv = serve::ToEngineRequest(*parsed.request, serve::ConvertLimits{4096, 16, 0});
+  ASSERT_TRUE(conv.ok()) << conv.error.message;
+  ASSERT_TRUE(conv.request->method.has_value());
+  const MethodConfig& m = *conv.request->method;
+  EXPECT_EQ(m.kv.policy, "skipkv");
+  EXPECT_EQ(m.kv.skipkv.range_min_slots, 2);
+  EXPECT_TRUE(m.kv.skipkv.lambda_last);
+  EXPECT_TRUE(m.kv.pad_mask_seen_tokens);
 }
 
 TEST(MethodArgsTest, ParseErrorsNameTheKeyAndValue) {

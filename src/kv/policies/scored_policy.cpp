@@ -15,7 +15,8 @@ void ScoredPolicy::SelectKeep(const KvLayerInput& in, KvScratch& scratch, KeepSe
   std::span<float> score(scratch.score.data(), n_cand);
   for (int h = 0; h < in.n_kv_heads; ++h) {
     ScoreHead(in, h, scratch, score);
-    kvscore::FinishScores(in.adjusters, in.layer, h, in.gen_pos[h], in.valid[h], in.padded, score);
+    kvscore::FinishScores(in.adjusters, in.layer, h, std::span<const int32_t>(in.gen_pos[h], n), in.valid[h],
+                          in.padded, score);
     kvscore::SelectTopKPlusRecent(score, n, r, b, &keep[h], scratch);
   }
 }

@@ -14,7 +14,7 @@ class SkipkvPolicy final : public RkvPolicy {
   std::string_view name() const override { return "skipkv"; }
   bool uses_sentences() const override { return true; }
   std::unique_ptr<KvSequenceState> NewSequenceState() const override {
-    return std::make_unique<SkipkvSequenceState>(config().skipkv.sentence_scoring);
+    return std::make_unique<SkipkvSequenceState>(config().skipkv.sentence_scoring, config().skipkv.range_min_slots);
   }
 };
 

@@ -26,7 +26,9 @@ class SkipkvSequenceState : public KvSequenceState {
  public:
   // sentence_scoring = false is the ablation: T is still kept (diagnostics)
   // but not applied, so the policy selects exactly what rkv selects.
-  explicit SkipkvSequenceState(bool sentence_scoring) : sentence_scoring_(sentence_scoring) {}
+  // range_min_slots: GenPosRangePenalty's min_slots (issue 38 row 9).
+  explicit SkipkvSequenceState(bool sentence_scoring, int range_min_slots = 1)
+      : penalty(range_min_slots), sentence_scoring_(sentence_scoring) {}
   const SlotScoreAdjuster* adjuster() const override { return sentence_scoring_ ? &penalty : nullptr; }
   bool sentence_scoring() const { return sentence_scoring_; }
 
