@@ -1,7 +1,7 @@
 // SIMD matrix products for every weight type, compiled once per Highway target
 // (foreach_target) and picked at run time. Each weight row is loaded (and
 // unpacked) once per group of up to 4 tokens; float batches go in tiles of
-// 3 rows x 4 tokens on AVX-512 (3 x 2 on AVX2), see FloatRows.
+// 6 rows x 4 tokens on AVX-512 (3 x 4 on AVX2), see FloatRows.
 //   F32/F16/BF16: f32 FMA, weights converted on load (BF16 on CPUs with
 //                 AVX512_BF16: bf16 dot products, matmul_bf16_x86.cpp).
 //   Q8_0/Q4_0:    activations quantised to ActQ8 (32 x int8 + f32 scale).
@@ -217,14 +217,22 @@ struct FloatLoader<Bf16Tag> {
 
 // Float tiles: out[r * NT + t] = dot(w[r][0..in), x[t][0..in)) for r < NR,
 // t < NT. Each weight vector is loaded once for NT tokens and each activation
-// vector once for NR rows. Two accumulators per (row, token) pair, acc0 for
-// the even vectors and acc1 for the odd ones (the in % N tail, zero-padded,
-// goes to acc1), and every pair follows the same FMA sequence in every tile
-// shape and k slicing, so results do not depend on the tiling, the thread
-// count or batch vs decode.
+// vector once for NR rows. One accumulator per (row, token) pair, adding the
+// vectors in k order and then the in % N tail, zero-padded; every pair
+// follows that FMA sequence in every tile shape and k slicing, so results do
+// not depend on the tiling, the thread count or batch vs decode (they do
+// depend on the target, as the vector width already makes them).
+// One accumulator a pair, not two (even and odd vectors, until 2026-12-04),
+// leaves registers for twice the pairs: 6 rows x 4 tokens on AVX-512 (24
+// of 32 registers), 3 x 4 on AVX2 (12 of 16), against 3 x 4 and 3 x 2, so a
+// step loads 10 vectors for 24 FMAs (7 for 12 on AVX2) instead of 7 for 12
+// (5 for 6). A decode row is then a single FMA chain, bound by the FMA's
+// latency (about 15 GB/s of f16 a core for an 8-lane chain); FloatDecodeRun
+// runs several rows' chains at once instead (BENCHMARKS.md, "one
+// accumulator").
 template <int NR, int NT>
 struct FloatAcc {
-  hn::Vec<hn::ScalableTag<float>> acc0[NR][NT], acc1[NR][NT];
+  hn::Vec<hn::ScalableTag<float>> acc[NR][NT];
 };
 
 // sum[r][t] += w[r][k..k+N) * x[t][k..k+N) for every pair: NR weights and one
@@ -251,8 +259,8 @@ HWY_INLINE void FloatStep(DF df, const WT* const* w, const float* const* x, int6
   }
 }
 
-// Adds elements [k0, k1) of every pair into `acc`. k0 is a multiple of 2N; k1
-// is too, or k1 == in, and then the last odd vector and the tail go in as well.
+// Adds elements [k0, k1) of every pair into `acc`. k0 is a multiple of N; k1
+// is too, or k1 == in, and then the tail goes in as well.
 template <int NR, int NT, class WT>
 HWY_INLINE void FloatTileSpan(const WT* const* w, const float* const* x, int64_t k0, int64_t k1, int64_t in,
                               FloatAcc<NR, NT>& acc) {
@@ -260,39 +268,34 @@ HWY_INLINE void FloatTileSpan(const WT* const* w, const float* const* x, int64_t
   const hn::ScalableTag<float> df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   int64_t i = k0;
-  for (; i + 2 * N <= k1; i += 2 * N) {
-    FloatStep<NR, NT, WT>(df, w, x, i, acc.acc0);  // the even vector
-    FloatStep<NR, NT, WT>(df, w, x, i + N, acc.acc1);  // the odd one
+  for (; i + N <= k1; i += N) FloatStep<NR, NT, WT>(df, w, x, i, acc.acc);
+  if (k1 != in || i == in) return;
+  alignas(64) float wt[NR][64] = {};  // 64 >= lanes of any target
+  alignas(64) float xt[64] = {};
+  for (int r = 0; r < NR; ++r) {
+    for (int64_t k = i; k < in; ++k) wt[r][k - i] = L::One(w[r][k]);
   }
-  if (k1 != in) return;
-  if (i + N <= in) {
-    FloatStep<NR, NT, WT>(df, w, x, i, acc.acc0);
-    i += N;
+  for (int t = 0; t < NT; ++t) {
+    for (int64_t k = i; k < in; ++k) xt[k - i] = x[t][k];
+    const auto xv = hn::Load(df, xt);
+    for (int r = 0; r < NR; ++r) acc.acc[r][t] = hn::MulAdd(hn::Load(df, wt[r]), xv, acc.acc[r][t]);
   }
-  if (i < in) {
-    alignas(64) float wt[NR][64] = {};  // 64 >= lanes of any target
-    alignas(64) float xt[64] = {};
-    for (int r = 0; r < NR; ++r) {
-      for (int64_t k = i; k < in; ++k) wt[r][k - i] = L::One(w[r][k]);
-    }
-    for (int t = 0; t < NT; ++t) {
-      for (int64_t k = i; k < in; ++k) xt[k - i] = x[t][k];
-      const auto xv = hn::Load(df, xt);
-      for (int r = 0; r < NR; ++r) acc.acc1[r][t] = hn::MulAdd(hn::Load(df, wt[r]), xv, acc.acc1[r][t]);
-    }
-  }
+}
+
+// The pair's result: the sum of its accumulator's lanes.
+template <int NR, int NT>
+HWY_INLINE float FloatPairSum(const FloatAcc<NR, NT>& acc, int i, int t) {
+  const hn::ScalableTag<float> df;
+  return hn::GetLane(hn::SumOfLanes(df, acc.acc[i][t]));
 }
 
 template <int NR, int NT>
 HWY_INLINE void FloatTileStore(const MatArgs& a, int64_t r, int64_t t0, const FloatAcc<NR, NT>& acc) {
-  const hn::ScalableTag<float> df;
   float out[NR * NT];
   SKIPKV_UNROLL
   for (int i = 0; i < NR; ++i) {
     SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) {
-      out[i * NT + t] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc.acc0[i][t], acc.acc1[i][t])));
-    }
+    for (int t = 0; t < NT; ++t) out[i * NT + t] = FloatPairSum(acc, i, t);
   }
   StoreTile<NR, NT>(a, r, t0, out);
 }
@@ -300,7 +303,8 @@ HWY_INLINE void FloatTileStore(const MatArgs& a, int64_t r, int64_t t0, const Fl
 static_assert(hn::MaxLanes(hn::ScalableTag<float>()) <= kTileStashLanes);
 
 // Elements [k0, k1) of rows [r, r + NR) x tokens [t0, t0 + NT), with the
-// accumulators in `stash` between k slices (TileCacheBlock's contract).
+// accumulators in `stash` between k slices (TileCacheBlock's contract; the
+// first of a pair's two slots).
 template <int NR, int NT, class WT>
 HWY_NOINLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0, int64_t k0, int64_t k1, float* stash) {
   const WT* w[NR];
@@ -313,9 +317,7 @@ HWY_NOINLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0, int64_t k0,
   for (int i = 0; i < NR; ++i) {
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
-      const float* s = k0 > 0 ? TileStashPair(stash, i, t) : nullptr;
-      acc.acc0[i][t] = s != nullptr ? hn::LoadU(df, s) : hn::Zero(df);
-      acc.acc1[i][t] = s != nullptr ? hn::LoadU(df, s + kTileStashLanes) : hn::Zero(df);
+      acc.acc[i][t] = k0 > 0 ? hn::LoadU(df, TileStashPair(stash, i, t)) : hn::Zero(df);
     }
   }
   FloatTileSpan<NR, NT, WT>(w, x, k0, k1, a.in, acc);
@@ -323,55 +325,80 @@ HWY_NOINLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0, int64_t k0,
   SKIPKV_UNROLL
   for (int i = 0; i < NR; ++i) {
     SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) {
-      float* s = TileStashPair(stash, i, t);
-      hn::StoreU(acc.acc0[i][t], df, s);
-      hn::StoreU(acc.acc1[i][t], df, s + kTileStashLanes);
-    }
+    for (int t = 0; t < NT; ++t) hn::StoreU(acc.acc[i][t], df, TileStashPair(stash, i, t));
   }
 }
 
+constexpr bool kFloatAvx512 = HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL;
+
 // Rows [r0, r1) of a float-weight matmul: cache blocks (ForEachCacheBlock;
-// token blocks a multiple of 4, row slices of 24) and their tiles
-// (TileCacheBlock): 3 rows x 4 tokens on AVX-512 (24 accumulators of the 32
-// registers), 3 x 2 on AVX2 (12 of 16), k slices of 1,536 elements (4 tokens
-// of f32 activations in 24 KiB). Each tile is its own function: inlined into
-// this loop nest, GCC kept half the accumulators of a 2 x 4 tile on the stack.
+// token blocks a multiple of 4, row slices a multiple of 8 tiles) and their
+// tiles (TileCacheBlock): 6 rows x 4 tokens on AVX-512, 3 x 4 on other
+// targets (see FloatAcc), k slices of 1,536 elements (4 tokens of f32
+// activations in 24 KiB). Each tile is its own function: inlined into this
+// loop nest, GCC kept half the accumulators of a 2 x 4 tile on the stack.
 // F16 8960x1536 n=128 on Zen 5: 195 -> 339 GFLOP/s; the FFN down projection
 // (1536x8960): 189 -> 320 (BENCHMARKS.md).
 // Decode (one token) over rows [rb, re), TileCacheBlock's `run`: each row
 // exactly as FloatTile<1, 1> computes it (same FloatTileSpan, same
-// reduction), in one loop instead of a call per row.
-template <class WT>
-HWY_NOINLINE void FloatDecodeRun(const MatArgs& a, int64_t rb, int64_t re, int64_t t) {
+// reduction). S FMA chains overlap, one per part of the range cut in S equal
+// parts (2 with 16 lanes, 4 with 8): step i computes row i of every part, so
+// each part is read as one sequential stream. (S adjacent rows at a time make
+// S streams that each skip rows, which the hardware prefetcher follows badly;
+// see TileCacheBlock.) Rows left over after S equal parts go one at a time.
+// Where a token's activations exceed kDecodeRowActBytes (the FFN down
+// projection's 8,960 f32 inputs), the weight streams evict them from L1 and
+// every step reads them from L2 again: S = 6 parts then share each
+// activation load between 6 rows (AVX2 1536 x 8960 F16 decode: see
+// BENCHMARKS.md, "one accumulator").
+template <int S, class WT>
+HWY_INLINE void FloatDecodeParts(const MatArgs& a, int64_t rb, int64_t re, int64_t t) {
   const hn::ScalableTag<float> df;
   const float* x[1] = {reinterpret_cast<const float*>(a.act + static_cast<size_t>(t) * a.act_row_bytes)};
   float* y = a.y + t * a.y_stride;
-  for (int64_t r = rb; r < re; ++r) {
-    const WT* w[1];
-    RowPointers(a.w, a.w_row_bytes, r, w);
+  const auto row = [&](int64_t r) {
+    return reinterpret_cast<const WT*>(a.w + static_cast<size_t>(r) * a.w_row_bytes);
+  };
+  const int64_t part = (re - rb) / S;
+  for (int64_t i = 0; i < part; ++i) {
+    const WT* w[S];
+    FloatAcc<S, 1> acc;
+    SKIPKV_UNROLL
+    for (int s = 0; s < S; ++s) {
+      w[s] = row(rb + s * part + i);
+      acc.acc[s][0] = hn::Zero(df);
+    }
+    FloatTileSpan<S, 1, WT>(w, x, 0, a.in, a.in, acc);
+    SKIPKV_UNROLL
+    for (int s = 0; s < S; ++s) y[rb + s * part + i] = FloatPairSum(acc, s, 0);
+  }
+  for (int64_t r = rb + S * part; r < re; ++r) {
+    const WT* w[1] = {row(r)};
     FloatAcc<1, 1> acc;
-    acc.acc0[0][0] = hn::Zero(df);
-    acc.acc1[0][0] = hn::Zero(df);
+    acc.acc[0][0] = hn::Zero(df);
     FloatTileSpan<1, 1, WT>(w, x, 0, a.in, a.in, acc);
-    y[r] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc.acc0[0][0], acc.acc1[0][0])));
+    y[r] = FloatPairSum(acc, 0, 0);
   }
 }
 
 template <class WT>
+HWY_NOINLINE void FloatDecodeRun(const MatArgs& a, int64_t rb, int64_t re, int64_t t) {
+  if (a.act_row_bytes > kDecodeRowActBytes) return FloatDecodeParts<6, WT>(a, rb, re, t);
+  FloatDecodeParts<kFloatAvx512 ? 2 : 4, WT>(a, rb, re, t);
+}
+
+template <class WT>
 void FloatRows(const MatArgs& a, int64_t r0, int64_t r1) {
-  constexpr bool kAvx512 = HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL;
-  constexpr int kRows = 3, kTokens = kAvx512 ? 4 : 2;
+  constexpr int kRows = kFloatAvx512 ? 6 : 3, kTokens = 4;
   const int64_t two_n = 2 * static_cast<int64_t>(hn::Lanes(hn::ScalableTag<float>()));
   const int64_t kslice = std::max<int64_t>(two_n, (24 << 10) / (4 * sizeof(float)) / two_n * two_n);
   const auto tile = [&](auto nr, int64_t r, int64_t t, int64_t nt, int64_t k0, int64_t k1, float* stash) {
     constexpr int NR = decltype(nr)::value;
-    WithTileTokens<NR == 1 ? 4 : kTokens>(
-        nt, [&](auto ntc) { FloatTile<NR, decltype(ntc)::value, WT>(a, r, t, k0, k1, stash); });
+    WithTileTokens<kTokens>(nt, [&](auto ntc) { FloatTile<NR, decltype(ntc)::value, WT>(a, r, t, k0, k1, stash); });
   };
   const auto run = [&](int64_t rb, int64_t re, int64_t t) { FloatDecodeRun<WT>(a, rb, re, t); };
   ForEachCacheBlock(a, r0, r1, 4, [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
-    TileCacheBlock<kRows, kTokens>(a, rb, re, tb, te, kslice, tile, run);
+    TileCacheBlock<kRows, kTokens, /*kRunWideDecode=*/true>(a, rb, re, tb, te, kslice, tile, run);
   }, 8 * kRows);
 }
 

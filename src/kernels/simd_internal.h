@@ -166,14 +166,15 @@ inline void WithTileTokens(int64_t nt, Fn&& fn) {
 constexpr size_t kDecodeRowActBytes = 16 << 10;
 constexpr int64_t kTileStashLanes = 16;  // >= f32 lanes of any x86 target
 constexpr int64_t kTileStashRow = 4 * 2 * kTileStashLanes;
-// The saved accumulators (acc0, then acc1, kTileStashLanes floats each) of
-// pair (row i, token t) of a tile whose pair (0, 0) is at `stash`.
+// The saved accumulators (acc0, then acc1, kTileStashLanes floats each; a
+// kernel with one accumulator a pair uses the first slot) of pair (row i,
+// token t) of a tile whose pair (0, 0) is at `stash`.
 inline float* TileStashPair(float* stash, int i, int t) {
   return stash + i * kTileStashRow + t * 2 * kTileStashLanes;
 }
 
 // The tiles of one cache block (rows [rb, re) x tokens [tb, te), from
-// ForEachCacheBlock) for kernels whose tiles keep two vector accumulators per
+// ForEachCacheBlock) for kernels whose tiles keep one or two vector accumulators per
 // (row, token) pair (the float and bf16 matmuls). `tile(nr, r, t, nt, k0, k1,
 // stash)` computes elements [k0, k1) of rows [r, r + nr) x tokens [t, t + nt),
 // nr a std::integral_constant (kRows or 1), nt <= 4. Its accumulators start
@@ -183,7 +184,11 @@ inline float* TileStashPair(float* stash, int i, int t) {
 // - One token whose activations fit kDecodeRowActBytes (decode): the block's
 //   rows go to `run(rb, re, t)`, which computes each row exactly as tile(1,
 //   r, t, 1, 0, in, nullptr) would, in one loop instead of a call per row
-//   (F16 decode on Zen 4: 1.21-1.43x; BENCHMARKS.md).
+//   (F16 decode on Zen 4: 1.21-1.43x; BENCHMARKS.md). With kRunWideDecode
+//   every single token goes to `run`, whatever its activations' size: for
+//   a `run` that overlaps several rows itself (the float matmul's
+//   FloatDecodeRun), which then reads each activation vector once for those
+//   rows, as a tile would.
 // - Otherwise fewer than 4 tokens: one row at a time, so each thread reads its
 //   weights as one sequential stream (two rows at a time interleave two
 //   streams that each skip every other row, and the hardware prefetcher
@@ -202,7 +207,7 @@ inline float* TileStashPair(float* stash, int i, int t) {
 //   kslice, a multiple of 2 vectors), each group of 4 tokens goes in k slices
 //   of kslice elements, every slice across all the block's rows before the
 //   next, so the tiles read activations from L1, not L2.
-template <int kRows, int kTokens, class Tile, class Run>
+template <int kRows, int kTokens, bool kRunWideDecode = false, class Tile, class Run>
 inline void TileCacheBlock(const MatArgs& a, int64_t rb, int64_t re, int64_t tb, int64_t te, int64_t kslice,
                            Tile&& tile, Run&& run) {
   using Rows = std::integral_constant<int, kRows>;
@@ -216,7 +221,7 @@ inline void TileCacheBlock(const MatArgs& a, int64_t rb, int64_t re, int64_t tb,
       t += nt;
     }
   };
-  if (te - tb == 1 && a.act_row_bytes <= kDecodeRowActBytes) return run(rb, re, tb);
+  if (te - tb == 1 && (kRunWideDecode || a.act_row_bytes <= kDecodeRowActBytes)) return run(rb, re, tb);
   if (te - tb < 4) {
     int64_t r = rb;
     if (a.act_row_bytes > kDecodeRowActBytes) {

@@ -335,7 +335,8 @@ TEST_P(MatMulTest, GuardedDecodeMatchesLoneProducts) {
 // simd_internal.h: 1,536 for f32 activations, 3,072 for bf16 ones): in =
 // 3,237 gives two or three slices, the last with the odd vector and a tail
 // that is not a multiple of any vector width; 50 rows give 3-row tiles and
-// 2 rows left over; n = 6 gives a group of 4 tokens and one of 2. Checked
+// 2 rows left over (6-row float tiles on AVX-512: 8 tiles and 2 rows); n =
+// 6 gives a group of 4 tokens and one of 2. Checked
 // against a 3-thread run, the oracle and lone MatVecs of every token.
 TEST_P(MatMulTest, KSlicedBatchesMatchReferenceAndMatVec) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
@@ -344,10 +345,11 @@ TEST_P(MatMulTest, KSlicedBatchesMatchReferenceAndMatVec) {
 }
 
 // Decode (fewer than 4 tokens in a cache block) with a token's activations
-// over kDecodeRowActBytes (16 KiB; simd_internal.h) runs 3-row tiles instead
-// of one row at a time: in = 8,237 is 32.2 KiB of f32 and 16.1 KiB of bf16
+// over kDecodeRowActBytes (16 KiB; simd_internal.h) runs 3-row bf16 tiles,
+// or for float weights 6 overlapped rows from 6 parts of the range
+// (FloatDecodeParts), instead of one row at a time: in = 8,237 is 32.2 KiB of f32 and 16.1 KiB of bf16
 // activations, with a tail that is not a multiple of any vector width; 50
-// rows give 3-row tiles and 2 rows left over. n = 1 and 3 are decode
+// rows give whole tiles and 2 rows left over. n = 1 and 3 are decode
 // throughout (3 tokens: a 2-token and a 1-token tile where float tiles take
 // 2 tokens, AVX2 and scalar); n = 6 is a
 // k-sliced block of 4 tokens and then a decode block of 2. Each against a
