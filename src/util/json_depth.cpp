@@ -47,7 +47,8 @@ std::optional<JsonDepthExcess> FindJsonDepthExcess(std::string_view text, int ma
           e.offset = i;
           e.line = line;
           e.column = static_cast<int64_t>(i - line_start) + 1;
-          for (char k : top_key.substr(0, kKeyBytes)) e.top_key += static_cast<unsigned char>(k) < 0x20 ? '?' : k;
+          for (char k : top_key.substr(0, kKeyBytes))
+            e.top_key += static_cast<unsigned char>(k) < 0x20 ? '?' : k;
           return e;
         }
         if (depth == 1) {

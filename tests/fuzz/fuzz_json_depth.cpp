@@ -46,7 +46,9 @@ struct DepthSax : nlohmann::json_sax<nlohmann::json> {
   bool end_object() override { return --depth, true; }
   bool start_array(std::size_t) override { return open(); }
   bool end_array() override { return --depth, true; }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
 };
 
 }  // namespace

@@ -33,7 +33,8 @@ void ExpectDeep(const Status& st, const std::string& where) {
 }
 
 fs::path TmpDir(const std::string& name) {
-  const fs::path d = fs::path(::testing::TempDir()) / ("skipkv_deep_" + name + "_" + std::to_string(::getpid()));
+  const fs::path d =
+      fs::path(::testing::TempDir()) / ("skipkv_deep_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -77,15 +78,16 @@ TEST(DeepJson, TokenizerJsonAndConfigNameFileAndLine) {
   Write(dir / "tokenizer_config.json", Deep(600));
   ExpectDeep(Tokenizer::FromHfJsonFile((dir / "tokenizer.json").string()).status(),
              (dir / "tokenizer.json").string() + ":2");
-  ExpectDeep(Tokenizer::FromHfJsonFile((dir / "tokenizer.json").string(), (dir / "tokenizer_config.json").string())
-                 .status(),
-             (dir / "tokenizer_config.json").string() + ":1");
+  ExpectDeep(
+      Tokenizer::FromHfJsonFile((dir / "tokenizer.json").string(), (dir / "tokenizer_config.json").string())
+          .status(),
+      (dir / "tokenizer_config.json").string() + ":1");
   // convert's reader of the same file.
   GgufMetadata md;
   ExpectDeep(AddGpt2TokenizerMetadataFromJson(tok, "dir/tokenizer.json", {}, &md), "dir/tokenizer.json:2");
   // At the limit: parsed, and refused for its content instead.
-  const Status at = Tokenizer::FromHfJson("{\"model\": {\"type\": \"BPE\", \"vocab\": " + Deep(510) + "}}", "",
-                                          "models/tokenizer.json")
+  const Status at = Tokenizer::FromHfJson("{\"model\": {\"type\": \"BPE\", \"vocab\": " + Deep(510) + "}}",
+                                          "", "models/tokenizer.json")
                         .status();
   EXPECT_FALSE(at.ok());
   EXPECT_EQ(at.message().find("deeper"), std::string::npos) << at.message();
@@ -101,9 +103,10 @@ TEST(DeepJson, CheckpointConfigIndexAndSafetensorsHeader) {
   const uint64_t n = header.size();
   std::memcpy(file.data(), &n, 8);
   file += header;
-  ExpectDeep(ParseSafetensorsHeader(reinterpret_cast<const uint8_t*>(file.data()), file.size(), "m.safetensors")
-                 .status(),
-             "m.safetensors (JSON header):1");
+  ExpectDeep(
+      ParseSafetensorsHeader(reinterpret_cast<const uint8_t*>(file.data()), file.size(), "m.safetensors")
+          .status(),
+      "m.safetensors (JSON header):1");
 }
 
 TEST(DeepJson, JsonlLinesAndDatasetsNameTheLine) {
@@ -126,7 +129,8 @@ TEST(DeepJson, JsonlLinesAndDatasetsNameTheLine) {
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   EXPECT_EQ(loaded->problems.size(), 2u);
   ASSERT_EQ(loaded->skipped.size(), 1u);
-  EXPECT_NE(loaded->skipped[0].find(spec.path + ":3: JSON nested deeper"), std::string::npos) << loaded->skipped[0];
+  EXPECT_NE(loaded->skipped[0].find(spec.path + ":3: JSON nested deeper"), std::string::npos)
+      << loaded->skipped[0];
 }
 
 }  // namespace

@@ -41,7 +41,9 @@ int NlohmannDepth(const std::string& text) {
     bool end_object() override { return --depth, true; }
     bool start_array(std::size_t) override { return open(); }
     bool end_array() override { return --depth, true; }
-    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+      return false;
+    }
   } sax;
   EXPECT_TRUE(nlohmann::json::sax_parse(text, &sax)) << text.substr(0, 80);
   return sax.max;
