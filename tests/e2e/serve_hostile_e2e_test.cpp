@@ -4,7 +4,9 @@
 // nested JSON (2e5 and 1e6 levels, also inside kv, stop and content), a huge
 // header, too many headers, a chunked body that stalls and one that never
 // ends, a body over the limit, garbage, and a streaming client that never
-// reads. Loops and waits are bounded; only 127.0.0.1 is used.
+// reads. Loops and waits are bounded; only 127.0.0.1 is used. The same depth
+// in a dataset line, a grade file and a tokenizer.json is a FILE:LINE error
+// with exit code 1.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -16,6 +18,9 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace {
@@ -226,6 +231,43 @@ TEST(ServeHostileE2ETest, StreamingClientThatNeverReadsDoesNotStopOthers) {
   for (int i = 0; i < 3; ++i) ExpectServing(s, "streams that are never read, round " + std::to_string(i));
   for (int fd : fds) ::close(fd);
   ExpectServing(s, "closing the unread streams");
+}
+
+// Runs `skipkv ARGS` with stderr captured; {exit code (-1 on a signal), output}.
+std::pair<int, std::string> Skipkv(const std::string& args) {
+  std::string out;
+  FILE* p = ::popen(("exec " + kBinary + " " + args + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {-1, ""};
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int st = ::pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+TEST(ServeHostileE2ETest, DeepJsonInFilesIsANamedErrorWithExitCode1) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("skipkv_deep_files_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string d = Deep(200000), data = (dir / "data.jsonl").string(),
+                    grade = (dir / "grade.jsonl").string(), tok = (dir / "tokenizer.json").string();
+  std::ofstream(data) << "{\"question\": \"1+1?\", \"answer\": \"2\"}\n{\"question\": " << d
+                      << ", \"answer\": \"2\"}\n";
+  std::ofstream(grade) << "{\"prediction\": \"2\", \"reference\": \"2\"}\n{\"prediction\": " << d
+                       << ", \"reference\": \"2\"}\n";
+  std::ofstream(tok) << "{\n\"model\": {\"type\": \"BPE\", \"vocab\": " << d << "}}";
+  const std::pair<std::string, std::string> cases[] = {
+      {"eval --dataset " + data + " --methods fullkv --max-gen 4 -o " + (dir / "rows.jsonl").string(),
+       data + ":2: JSON nested deeper than 512 levels (in 'question'"},
+      {"eval grade " + grade, grade + ":2: JSON nested deeper than 512 levels (in 'prediction'"},
+      {"tokenize --tokenizer-json " + tok + " hi",
+       tok + ":2: JSON nested deeper than 512 levels (in 'model'"}};
+  for (const auto& [args, message] : cases) {
+    const auto [rc, out] = Skipkv(args);
+    EXPECT_EQ(rc, 1) << args << ": " << out.substr(0, 300);
+    EXPECT_NE(out.find(message), std::string::npos) << args << ": " << out.substr(0, 300);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "rows.jsonl"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
