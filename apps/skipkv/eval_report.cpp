@@ -23,7 +23,6 @@
 #include "eval/jsonl.h"
 #include "eval/report.h"
 #include "eval_subcommands.h"
-#include "util/json_depth.h"
 
 #ifndef SKIPKV_REPORT_SCRIPT
 #define SKIPKV_REPORT_SCRIPT "tools/report/make_report.py"
@@ -56,10 +55,11 @@ bool IsResultsFile(const fs::path& p) {
   std::ifstream in(p);
   for (std::string line; std::getline(in, line);) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    // Too deep to parse (issue 43): taken, so that ReportSection's reader names its file and line.
-    if (FindJsonDepthExcess(line)) return true;
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    return j.is_object() && j.contains("problem") && j.contains("method") && j.contains("run");
+    const auto j = eval::ParseJsonText(line, p.string());
+    // Too deep to parse (issue 43, InvalidArgument): taken, so that ReportSection's reader names
+    // its file and line. Not JSON (CorruptData): not a results file.
+    if (!j.ok()) return j.status().code() == StatusCode::kInvalidArgument;
+    return j->is_object() && j->contains("problem") && j->contains("method") && j->contains("run");
   }
   return false;
 }
@@ -113,8 +113,10 @@ int RunReport(const ReportOptions& o) {
     std::ifstream in(throughput, std::ios::binary);
     if (!in) return Fail("cannot open throughput file '" + throughput + "'");
     const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    if (const Status st = CheckJsonDepth(text, throughput); !st.ok()) return Fail(st.message());
-    auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    auto parsed = eval::ParseJsonText(text, throughput);
+    if (!parsed.ok() && parsed.status().code() == StatusCode::kInvalidArgument)
+      return Fail(parsed.status().message());
+    nlohmann::json j = parsed.ok() ? std::move(*parsed) : nlohmann::json();
     if (!j.is_object() || !j.contains("methods") || !j.at("methods").is_array())
       return Fail("'" + throughput + "' is not `skipkv bench throughput --json` output (no 'methods' array)");
     report["throughput"] = std::move(j);

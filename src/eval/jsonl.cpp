@@ -37,6 +37,13 @@ StatusOr<std::vector<JsonlLine>> ReadJsonl(const std::string& path, const JsonlR
   return out;
 }
 
+StatusOr<nlohmann::json> ParseJsonText(std::string_view text, const std::string& source) {
+  SKIPKV_RETURN_IF_ERROR(CheckJsonDepth(text, source));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return CorruptData(source + ": not valid JSON");
+  return j;
+}
+
 StatusOr<std::string> StringField(const nlohmann::json& obj, const std::string& field,
                                   const std::string& path, size_t line) {
   const std::string where = path + ":" + std::to_string(line) + ": field '" + field + "'";
