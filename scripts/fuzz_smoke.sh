@@ -7,6 +7,7 @@
 #   scripts/fuzz_smoke.sh --build [T..]  only build (all targets, or T..)
 #   scripts/fuzz_smoke.sh --run T..      only run T.. (already built) for FUZZ_SECONDS each
 #   scripts/fuzz_smoke.sh --list         print the target names
+#   scripts/fuzz_smoke.sh --flags T      print T's own libFuzzer flags (tests/fuzz/T.options)
 #
 # CTest runs `--build` as the fixture `fuzz_build` and `--run T` as `fuzz_T`
 # (label `fuzz`). Exit status: 0 ok, 1 a crash or build failure, 77 skipped.
@@ -22,6 +23,14 @@ CC_FUZZ=${CC_FUZZ:-clang}
 
 all_targets() {
   for src in tests/fuzz/fuzz_*.cpp; do [ -e "$src" ] && basename "$src" .cpp; done
+}
+
+# A target's own libFuzzer flags (max_len, dictionary): tests/fuzz/TARGET.options, one flag
+# a line, '#' comments, paths from the repository root. scripts/fuzz.sh uses them too.
+target_flags() {
+  local f="tests/fuzz/$1.options"
+  if [ -f "$f" ]; then grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$f"; fi
+  return 0
 }
 
 strict() { [ "${CI:-}" = "true" ] || [ "${SKIPKV_REQUIRE_PREREQS:-}" = "1" ]; }
@@ -71,9 +80,12 @@ run() {
     mkdir -p "$work/corpus" "$work/artifacts"
     if [ -d "tests/fuzz/corpus/$t" ]; then cp -r "tests/fuzz/corpus/$t/." "$work/corpus/"; fi
     echo "fuzz_smoke: $t for ${SECONDS_PER_TARGET}s"
-    local rc=0
+    local rc=0 flags
+    mapfile -t flags < <(target_flags "$t")
+    # -error_exitcode=1: libFuzzer's default for a crash is 77, which this script reads as
+    # "a prerequisite is missing" (a target's own exit 77), so a crash was reported as a skip.
     "build-fuzz/tests/fuzz/$t" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10 \
-      -artifact_prefix="$work/artifacts/" "$work/corpus" >"$work/log" 2>&1 || rc=$?
+      -error_exitcode=1 "${flags[@]}" -artifact_prefix="$work/artifacts/" "$work/corpus" >"$work/log" 2>&1 || rc=$?
     if ((rc == 77)); then
       # The target's own prerequisite (e.g. a tokenizer file) is missing; it said which.
       grep -h "missing prerequisite" "$work/log" || tail -n 3 "$work/log"
@@ -106,6 +118,7 @@ run() {
 mapfile -t targets < <(all_targets)
 case "${1:-}" in
   --list) printf '%s\n' "${targets[@]}" ;;
+  --flags) target_flags "${2:?usage: scripts/fuzz_smoke.sh --flags TARGET}" ;;
   --build)
     shift
     check_prereqs
@@ -119,5 +132,5 @@ case "${1:-}" in
     check_prereqs
     build "${targets[@]}"
     run "${targets[@]}" ;;
-  *) echo "usage: scripts/fuzz_smoke.sh [--list | --build [TARGET..] | --run TARGET..]" >&2; exit 2 ;;
+  *) echo "usage: scripts/fuzz_smoke.sh [--list | --flags TARGET | --build [TARGET..] | --run TARGET..]" >&2; exit 2 ;;
 esac

@@ -17,6 +17,7 @@
 #include "io/hf_vocab.h"
 #include "io/model_source.h"
 #include "io/model_writer.h"
+#include "util/json_depth.h"
 #include "util/mapped_file.h"
 
 namespace skipkv::cli {
@@ -51,6 +52,7 @@ Status AddHfTokenizer(const ConvertOptions& o, ModelSource* src) {
     vo.pre = arch == "llama" ? "llama-bpe" : "qwen2";
     if (!src->tokenizer_config_path.empty()) {
       SKIPKV_ASSIGN_OR_RETURN(std::string text, ReadFileToString(src->tokenizer_config_path));
+      SKIPKV_RETURN_IF_ERROR(CheckJsonDepth(text, src->tokenizer_config_path));  // before parsing: issue 43
       const nlohmann::json cfg = nlohmann::json::parse(text, nullptr, false);
       if (cfg.is_object() && cfg.contains("add_bos_token") && cfg["add_bos_token"].is_boolean()) {
         vo.add_bos = cfg["add_bos_token"].get<bool>();

@@ -44,6 +44,7 @@
 #include "steer/thought_steps.h"
 #include "steer/token_sets.h"
 #include "tokenizer/tokenizer.h"
+#include "util/json_depth.h"
 
 namespace skipkv::cli {
 namespace {
@@ -85,6 +86,7 @@ StatusOr<std::vector<Generation>> ReadGenerations(const std::string& path, bool 
   while (std::getline(f, line)) {
     ++line_no;
     const bool complete = !f.eof();
+    SKIPKV_RETURN_IF_ERROR(CheckJsonDepth(line, path, line_no));  // before parsing: issue 43
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !complete) {
       if (f.peek() == std::char_traits<char>::eof() && repair) {
@@ -122,6 +124,7 @@ StatusOr<std::vector<Generation>> ReadResponses(const std::string& path, Engine&
     ++line_no;
     if (line.empty()) continue;
     const std::string where = path + ":" + std::to_string(line_no);
+    SKIPKV_RETURN_IF_ERROR(CheckJsonDepth(line, path, line_no));  // before parsing: issue 43
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) return InvalidArgument(where + ": not a JSON object");
     try {
@@ -163,6 +166,7 @@ StatusOr<std::vector<Problem>> ReadDataset(const std::string& path) {
   while (std::getline(f, line)) {
     ++line_no;
     if (line.empty()) continue;
+    SKIPKV_RETURN_IF_ERROR(CheckJsonDepth(line, path, line_no));  // before parsing: issue 43
     auto j = nlohmann::json::parse(line, nullptr, false);
     const std::string where = path + ":" + std::to_string(line_no);
     if (j.is_discarded() || !j.is_object()) return InvalidArgument(where + ": not a JSON object");

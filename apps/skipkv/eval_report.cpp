@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -54,8 +55,11 @@ bool IsResultsFile(const fs::path& p) {
   std::ifstream in(p);
   for (std::string line; std::getline(in, line);) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    return j.is_object() && j.contains("problem") && j.contains("method") && j.contains("run");
+    const auto j = eval::ParseJsonText(line, p.string());
+    // Too deep to parse (issue 43, InvalidArgument): taken, so that ReportSection's reader names
+    // its file and line. Not JSON (CorruptData): not a results file.
+    if (!j.ok()) return j.status().code() == StatusCode::kInvalidArgument;
+    return j->is_object() && j->contains("problem") && j->contains("method") && j->contains("run");
   }
   return false;
 }
@@ -106,9 +110,13 @@ int RunReport(const ReportOptions& o) {
                             : (fs::exists(dir / "throughput.json") ? (dir / "throughput.json").string() : "");
   report["throughput"] = nullptr;
   if (!throughput.empty()) {
-    std::ifstream in(throughput);
+    std::ifstream in(throughput, std::ios::binary);
     if (!in) return Fail("cannot open throughput file '" + throughput + "'");
-    auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    auto parsed = eval::ParseJsonText(text, throughput);
+    if (!parsed.ok() && parsed.status().code() == StatusCode::kInvalidArgument)
+      return Fail(parsed.status().message());
+    nlohmann::json j = parsed.ok() ? std::move(*parsed) : nlohmann::json();
     if (!j.is_object() || !j.contains("methods") || !j.at("methods").is_array())
       return Fail("'" + throughput + "' is not `skipkv bench throughput --json` output (no 'methods' array)");
     report["throughput"] = std::move(j);

@@ -6,6 +6,7 @@
 
 #include "eval/extract.h"
 #include "eval/jsonl.h"
+#include "util/json_depth.h"
 
 #ifndef SKIPKV_EVAL_DATA_DIR
 #define SKIPKV_EVAL_DATA_DIR "data"
@@ -87,11 +88,14 @@ StatusOr<LoadedDataset> LoadDataset(const DatasetSpec& spec, bool skip_bad) {
     ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = spec.path + ":" + std::to_string(lineno);
-    Status bad;
     Problem p;
     p.line = lineno;
-    auto v = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (v.is_discarded()) {
+    // Depth before parsing (issue 43): a too-deep line is a bad row, never parsed.
+    Status bad = CheckJsonDepth(line, spec.path, static_cast<int64_t>(lineno));
+    auto v = bad.ok() ? nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
+    if (!bad.ok()) {
+      // reported below
+    } else if (v.is_discarded()) {
       bad = CorruptData(where + ": not valid JSON");
     } else if (!v.is_object()) {
       bad = InvalidArgument(where + ": not a JSON object");

@@ -3,6 +3,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/json_depth.h"
+
 namespace skipkv::eval {
 
 StatusOr<std::vector<JsonlLine>> ReadJsonl(const std::string& path, const JsonlReadOptions& options) {
@@ -22,6 +24,8 @@ StatusOr<std::vector<JsonlLine>> ReadJsonl(const std::string& path, const JsonlR
     const std::string_view l(text.data() + pos, end - pos);
     pos = end + 1;
     if (l.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    // Depth before parsing (issue 43); never a torn tail: a killed writer leaves no 512 levels.
+    SKIPKV_RETURN_IF_ERROR(CheckJsonDepth(l, path, static_cast<int64_t>(line)));
     auto v = nlohmann::json::parse(l, nullptr, /*allow_exceptions=*/false);
     if (v.is_discarded()) {
       if (last_unterminated && options.tolerate_torn_tail) break;
@@ -31,6 +35,13 @@ StatusOr<std::vector<JsonlLine>> ReadJsonl(const std::string& path, const JsonlR
     out.push_back({line, std::move(v)});
   }
   return out;
+}
+
+StatusOr<nlohmann::json> ParseJsonText(std::string_view text, const std::string& source) {
+  SKIPKV_RETURN_IF_ERROR(CheckJsonDepth(text, source));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return CorruptData(source + ": not valid JSON");
+  return j;
 }
 
 StatusOr<std::string> StringField(const nlohmann::json& obj, const std::string& field,

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/status.h"
@@ -23,6 +24,11 @@ struct JsonlReadOptions {
 // Every non-blank line, parsed. NotFound / IoError for the file;
 // CorruptData "FILE:LINE: not valid JSON (...)" for a bad line.
 StatusOr<std::vector<JsonlLine>> ReadJsonl(const std::string& path, const JsonlReadOptions& options = {});
+
+// One JSON text from `source` (a file name, for messages): the depth check
+// of util/json_depth.h first (InvalidArgument "SOURCE:LINE: JSON nested
+// deeper ..."), then the parse (CorruptData "SOURCE: not valid JSON").
+StatusOr<nlohmann::json> ParseJsonText(std::string_view text, const std::string& source);
 
 // The string value of `field` in a JSON object, with numbers rendered as
 // text (AIME answers are sometimes numbers). InvalidArgument naming the

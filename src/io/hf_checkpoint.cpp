@@ -13,6 +13,7 @@
 #include "io/model_limits.h"
 #include "io/safetensors.h"
 #include "util/aligned_buffer.h"
+#include "util/json_depth.h"
 
 namespace skipkv {
 namespace fs = std::filesystem;
@@ -243,6 +244,7 @@ StatusOr<std::unique_ptr<ModelSource>> OpenHfCheckpoint(const std::string& dir, 
   const std::string config_path = (fs::path(dir) / "config.json").string();
   if (!fs::exists(config_path)) return NotFound(dir + ": no config.json (not a Hugging Face checkpoint directory)");
   SKIPKV_ASSIGN_OR_RETURN(std::string config_text, ReadFileToString(config_path));
+  SKIPKV_RETURN_IF_ERROR(CheckJsonDepth(config_text, config_path));  // before parsing: issue 43
   nlohmann::json config = nlohmann::json::parse(config_text, nullptr, false);
   if (config.is_discarded()) return CorruptData(config_path + ": not valid JSON");
   SKIPKV_RETURN_IF_ERROR(HfConfigToMetadata(config, config_path, &src->metadata));
@@ -252,6 +254,7 @@ StatusOr<std::unique_ptr<ModelSource>> OpenHfCheckpoint(const std::string& dir, 
   const fs::path index_path = fs::path(dir) / "model.safetensors.index.json";
   if (fs::exists(index_path)) {
     SKIPKV_ASSIGN_OR_RETURN(std::string text, ReadFileToString(index_path.string()));
+    SKIPKV_RETURN_IF_ERROR(CheckJsonDepth(text, index_path.string()));
     nlohmann::json idx = nlohmann::json::parse(text, nullptr, false);
     if (idx.is_discarded() || !idx.is_object() || !idx.contains("weight_map") || !idx["weight_map"].is_object()) {
       return CorruptData(index_path.string() + ": expected a JSON object with a 'weight_map' object");

@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "util/json_depth.h"
 #include "util/mapped_file.h"
 
 namespace skipkv {
@@ -42,6 +43,7 @@ namespace {
 
 Status AddGpt2Metadata(std::string_view text, const std::string& path, const Gpt2VocabOptions& opts,
                        GgufMetadata* md) {
+  SKIPKV_RETURN_IF_ERROR(CheckJsonDepth(text, path));  // before parsing: issue 43
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return CorruptData(path + ": not a JSON object");
   auto model = j.find("model");

@@ -6,6 +6,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "util/json_depth.h"
+
 namespace skipkv {
 namespace {
 // The reference implementation refuses headers above 100 MB.
@@ -34,6 +36,8 @@ StatusOr<SafetensorsHeader> ParseSafetensorsHeader(const uint8_t* data, size_t s
   const uint64_t data_size = size - h.data_start;
 
   const char* text = reinterpret_cast<const char*>(data + 8);
+  // Depth before parsing (issue 43); the header is one JSON text after the 8-byte length.
+  SKIPKV_RETURN_IF_ERROR(CheckJsonDepth(std::string_view(text, header_len), name + " (JSON header)"));
   nlohmann::json j = nlohmann::json::parse(text, text + header_len, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return CorruptData(name + ": header is not valid JSON");
   if (!j.is_object()) return CorruptData(name + ": header JSON is not an object");

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "util/json_depth.h"
+
 namespace skipkv::serve {
 namespace {
 
@@ -309,6 +311,13 @@ ParseOutcome ParseRequest(std::string_view body, Endpoint endpoint, size_t max_b
     out.error = Bad("", "request body of " + std::to_string(body.size()) + " bytes exceeds the limit of " +
                             std::to_string(max_body_bytes));
     out.error.http_status = 413;
+    return out;
+  }
+  // Depth first: nlohmann builds and dumps documents recursively (issue 43).
+  if (const auto deep = FindJsonDepthExcess(body)) {
+    out.error = Bad(deep->top_key, "the request body nests JSON deeper than " + std::to_string(deep->max_depth) +
+                                       " levels" + (deep->top_key.empty() ? "" : " in '" + deep->top_key + "'") +
+                                       " (at byte " + std::to_string(deep->offset) + ")");
     return out;
   }
   json doc = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);

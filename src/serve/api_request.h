@@ -81,7 +81,9 @@ struct ParsedRequest {
 };
 
 // Parses `body` for `endpoint`. Either the request or an ApiError (400, or
-// 413 for a body over max_body_bytes).
+// 413 for a body over max_body_bytes). A body nesting deeper than
+// kMaxJsonDepth (util/json_depth.h) is a 400 whose param is the top-level
+// member it lies in, refused before a document is built.
 struct ParseOutcome {
   std::optional<ParsedRequest> request;
   ApiError error;

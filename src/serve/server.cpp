@@ -18,6 +18,7 @@
 #include "serve/api_convert.h"
 #include "serve/api_request.h"
 #include "serve/api_response.h"
+#include "serve/http_limits.h"
 #include "serve/metrics.h"
 #include "serve/peer_watch.h"
 #include "util/logging.h"
@@ -207,38 +208,44 @@ void Server::Impl::HandleGenerate(const httplib::Request& req, httplib::Response
   res.set_chunked_content_provider(
       "text/event-stream",
       [job, first](size_t, httplib::DataSink& sink) -> bool {
-        auto send = [&](const std::string& s) {
-          if (sink.write(s.data(), s.size())) return true;
-          job->cancel = true;  // the client is gone
+        try {
+          auto send = [&](const std::string& s) {
+            if (sink.write(s.data(), s.size())) return true;
+            job->cancel = true;  // the client is gone
+            return false;
+          };
+          if (*first && job->info.endpoint == Endpoint::kChat) {
+            if (!send(SseEvent(ChunkJson(job->info, "", true, nullptr, job->include_usage)))) return false;
+            *first = false;
+          }
+          std::unique_lock<std::mutex> lock(job->mu);
+          job->cv.wait_for(lock, std::chrono::milliseconds(200),
+                           [&] { return !job->pending.empty() || job->done; });
+          std::string text = std::exchange(job->pending, {});
+          const bool done = job->done;
+          lock.unlock();
+          if (!text.empty()) {
+            if (!send(SseEvent(ChunkJson(job->info, text, *first, nullptr, job->include_usage))))
+              return false;
+            *first = false;
+          }
+          if (!done) return true;
+          std::string tail;
+          if (job->error) {
+            tail = SseEvent(ErrorJson(*job->error));
+          } else {
+            tail = SseEvent(
+                ChunkJson(job->info, "", false, OpenAiFinishReason(job->result->finish), job->include_usage));
+            if (job->include_usage) tail += SseEvent(UsageChunkJson(job->info, *job->result, job->preset));
+          }
+          tail += "data: [DONE]\n\n";
+          if (!send(tail)) return false;
+          sink.done();
+          return true;
+        } catch (...) {  // this stream alone ends (the engine cancels its request)
+          job->cancel = true;
           return false;
-        };
-        if (*first && job->info.endpoint == Endpoint::kChat) {
-          if (!send(SseEvent(ChunkJson(job->info, "", true, nullptr, job->include_usage)))) return false;
-          *first = false;
         }
-        std::unique_lock<std::mutex> lock(job->mu);
-        job->cv.wait_for(lock, std::chrono::milliseconds(200),
-                         [&] { return !job->pending.empty() || job->done; });
-        std::string text = std::exchange(job->pending, {});
-        const bool done = job->done;
-        lock.unlock();
-        if (!text.empty()) {
-          if (!send(SseEvent(ChunkJson(job->info, text, *first, nullptr, job->include_usage)))) return false;
-          *first = false;
-        }
-        if (!done) return true;
-        std::string tail;
-        if (job->error) {
-          tail = SseEvent(ErrorJson(*job->error));
-        } else {
-          tail = SseEvent(
-              ChunkJson(job->info, "", false, OpenAiFinishReason(job->result->finish), job->include_usage));
-          if (job->include_usage) tail += SseEvent(UsageChunkJson(job->info, *job->result, job->preset));
-        }
-        tail += "data: [DONE]\n\n";
-        if (!send(tail)) return false;
-        sink.done();
-        return true;
       },
       [this, job](bool success) {
         if (!success) job->cancel = true;
@@ -409,19 +416,6 @@ void Server::Impl::Routes() {
                                   : "HTTP error " + std::to_string(res.status);
     SendError(res, e);
   });
-  http_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    ApiError e;
-    e.http_status = 500;
-    e.type = "server_error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& ex) {
-      e.message = std::string("internal error: ") + ex.what();
-    } catch (...) {
-      e.message = "internal error";
-    }
-    SendError(res, e);
-  });
   http_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     // Known routes only, so random paths cannot grow the series without bound.
     static const char* const kRoutes[] = {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health",
@@ -432,13 +426,16 @@ void Server::Impl::Routes() {
     }
     metrics_.CountRequest(endpoint, res.status);
   });
-  http_.set_payload_max_length(opts_.max_body_bytes);
+  // Stack size, body and header limits, timeouts, the 500 exception handler
+  // (docs/serving.md, "Hostile clients").
+  HttpLimits limits;
+  limits.threads = opts_.http_threads;
+  limits.max_body_bytes = opts_.max_body_bytes;
+  ApplyHttpLimits(limits, http_);
   // A stream is many small writes (one SSE event per token): with Nagle's
   // algorithm each waits for the client's delayed ACK (~40 ms on Linux), a
   // floor under every token's latency whatever the model's speed.
   http_.set_tcp_nodelay(true);
-  const int threads = std::max(4, opts_.http_threads);
-  http_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
 }
 
 Status Server::Impl::Run(const std::function<void(int)>& on_listening) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tokenizer/tokenizer.h"
+#include "util/json_depth.h"
 #include "util/mapped_file.h"
 
 namespace skipkv {
@@ -223,6 +224,9 @@ StatusOr<TokenizerSpec> SpecFromHf(std::string_view text, std::string_view confi
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromHfJson(std::string_view tokenizer_json,
                                                            std::string_view tokenizer_config_json,
                                                            const std::string& name) {
+  // Depth before parsing (issue 43); the error names the file and line.
+  SKIPKV_RETURN_IF_ERROR(CheckJsonDepth(tokenizer_json, name));
+  SKIPKV_RETURN_IF_ERROR(CheckJsonDepth(tokenizer_config_json, "tokenizer_config.json"));
   StatusOr<TokenizerSpec> spec = CorruptData("unparsed");
   try {
     spec = SpecFromHf(tokenizer_json, tokenizer_config_json, name);
@@ -240,6 +244,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromHfJsonFile(const std::string
   std::string config;
   if (!tokenizer_config_path.empty()) {
     SKIPKV_ASSIGN_OR_RETURN(config, ReadFileToString(tokenizer_config_path));
+    SKIPKV_RETURN_IF_ERROR(CheckJsonDepth(config, tokenizer_config_path));  // with its path
   }
   return FromHfJson(text, config, tokenizer_json_path);
 }
