@@ -2,7 +2,7 @@
 // tests are a JSON string of [{"input", "output", "testtype"}, ...]; the
 // private tests are either that JSON or base64(zlib(pickle.dumps(json_text))),
 // a pickled *string*. The pickle reader here accepts only the opcodes that
-// serialise one str (protocols 0-5) and never builds any other object:
+// serialise one str (protocols 1-5; protocol 0 text opcodes are refused) and never builds any other object:
 // anything else is a CorruptData naming the opcode and its offset.
 #pragma once
 
