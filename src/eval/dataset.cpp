@@ -6,6 +6,7 @@
 
 #include "eval/extract.h"
 #include "eval/jsonl.h"
+#include "eval/lcb_problem.h"
 #include "util/json_depth.h"
 
 #ifndef SKIPKV_EVAL_DATA_DIR
@@ -70,6 +71,19 @@ StatusOr<DatasetSpec> ResolveDataset(const std::string& name_or_path, const std:
     spec.path = name_or_path;
     spec.question_field = "question";
     spec.answer_field = "answer";
+    // A LiveCodeBench file: its first row has the code-generation fields.
+    std::ifstream in(name_or_path, std::ios::binary);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      if (!FindJsonDepthExcess(line) && IsLcbRow(nlohmann::json::parse(line, nullptr, false))) {
+        spec.code = true;
+        spec.question_field = "question_content";
+        spec.answer_field = "private_test_cases";
+        spec.id_field = "question_id";
+        spec.max_gen = 10000;  // SkipKV's scripts/run_code.sh: --max_tokens 10000
+      }
+      break;
+    }
   }
   if (!question_field.empty()) spec.question_field = question_field;
   if (!answer_field.empty()) spec.answer_field = answer_field;
@@ -78,6 +92,7 @@ StatusOr<DatasetSpec> ResolveDataset(const std::string& name_or_path, const std:
 }
 
 StatusOr<LoadedDataset> LoadDataset(const DatasetSpec& spec, bool skip_bad) {
+  if (spec.code) return LoadLcbDataset(spec, skip_bad);
   std::ifstream in(spec.path, std::ios::binary);
   if (!in) return NotFound("dataset '" + spec.name + "': cannot open '" + spec.path + "'");
   LoadedDataset out;

@@ -26,6 +26,10 @@ struct DatasetSpec {
   // The question field is the whole prompt (PromptStyle::kPlain by default):
   // the testbed's problems, which end with "<think>\n".
   bool plain_prompt = false;
+  // LiveCodeBench code-generation rows (detected from the first row's
+  // question_content and public_test_cases): the question is LcbPrompt, the
+  // samples are graded by running the extracted program (code_grader.h).
+  bool code = false;
 };
 
 // The names of the bundled datasets, in a fixed order.
@@ -49,6 +53,9 @@ struct Problem {
   std::string question;
   std::string reference_raw;  // the answer field as written
   std::string reference;      // normalised (NormalizeReference), what predictions are compared with
+  // Code rows: the row's byte offset in the file (the grader reloads its
+  // tests from there rather than holding a release's tests in memory).
+  uint64_t offset = 0;
 };
 
 struct LoadedDataset {
@@ -62,5 +69,10 @@ struct LoadedDataset {
 // InvalidArgument / CorruptData "FILE:LINE: field 'F' ..." unless skip_bad.
 // An empty dataset (after skipping) is an InvalidArgument.
 StatusOr<LoadedDataset> LoadDataset(const DatasetSpec& spec, bool skip_bad);
+
+// LoadDataset for code rows (lcb_dataset.cpp): every row parsed and its tests
+// decoded (ParseLcbRow) before any generation; the question is LcbPrompt, the
+// reference "N stdin|functional tests", the id question_id (or the index).
+StatusOr<LoadedDataset> LoadLcbDataset(const DatasetSpec& spec, bool skip_bad);
 
 }  // namespace skipkv::eval

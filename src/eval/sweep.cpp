@@ -26,6 +26,12 @@ uint64_t SampleSeed(uint64_t base, const std::string& problem, int sample) {
   return h;
 }
 
+// The prompt text of a problem and whether it goes through the chat
+// template: code rows carry their LiveCodeBench prompt as the question.
+std::string RequestText(const SweepConfig& c, const Problem& p) {
+  return c.dataset.code ? p.question : PromptText(c.prompt, p.question);
+}
+
 int64_t PairBudget(const MethodPreset& p) { return p.full() ? 0 : p.method.kv.budget; }
 
 std::string PairLabel(const MethodPreset& p) {
@@ -95,6 +101,17 @@ StatusOr<nlohmann::json> RunFingerprint(const SweepConfig& c, const Engine& engi
       {"commit", SourceCommit()},
   };
   if (!steer_digests.empty()) run["steer_digests"] = steer_digests;
+  if (c.dataset.code) {
+    // What decides a code row's verdict (--grade-jobs does not).
+    const SandboxLimits& l = c.code_grading.limits;
+    run["code_grading"] = {{"prompt", "lcb-deepseekcode"},
+                           {"wall_seconds", l.wall_seconds},
+                           {"cpu_seconds", l.cpu_seconds},
+                           {"memory_bytes", l.memory_bytes},
+                           {"processes", l.processes},
+                           {"file_bytes", l.file_bytes},
+                           {"output_bytes", l.output_bytes}};
+  }
   return run;
 }
 
@@ -104,6 +121,8 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
   if (c.batch_size < 1)
     return InvalidArgument("batch_size (" + std::to_string(c.batch_size) + ") must be >= 1");
   if (c.pairs.empty()) return InvalidArgument("no methods to run");
+  if (c.dataset.code && c.sandbox == nullptr)
+    return InvalidArgument("dataset '" + c.dataset.name + "' is code: grading needs a sandbox");
   const bool padded = engine.options().kv.pad_policy == PadPolicy::kPadded;
   if (padded && engine.options().sort_by_length)
     return InvalidArgument("a padded sweep needs an engine with sort_by_length = false (the sweep groups)");
@@ -121,7 +140,7 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
     if (c.shard.Contains(i)) shard_problems.push_back(i);
   if (any_grouping) {
     for (size_t i : shard_problems) {
-      SKIPKV_ASSIGN_OR_RETURN(auto ids, engine.Tokenize(PromptText(c.prompt, c.problems[i].question), true,
+      SKIPKV_ASSIGN_OR_RETURN(auto ids, engine.Tokenize(RequestText(c, c.problems[i]), true,
                                                         c.prompt == PromptStyle::kChat));
       prompt_len[i] = static_cast<int64_t>(ids.size());
     }
@@ -179,7 +198,7 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
     for (size_t i = pos; i < end; ++i) {
       const Item& it = pending[i];
       Request r;
-      r.prompt = PromptText(c.prompt, c.problems[it.problem].question);
+      r.prompt = RequestText(c, c.problems[it.problem]);
       r.chat = c.prompt == PromptStyle::kChat;
       r.sampling = c.sampling;
       r.sampling.seed = SampleSeed(c.sampling.seed, it.key.problem, it.sample);
@@ -199,8 +218,24 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
       const Item& it = pending[pos + g.index];
       const Problem& prob = c.problems[it.problem];
       const MethodPreset& pair = c.pairs[it.pair];
-      const std::string extracted = ExtractAnswer(g.text);
-      const bool correct = MathEqual(extracted, prob.reference);
+      std::string extracted;
+      bool correct = false;
+      nlohmann::json code_grade;
+      if (c.dataset.code) {
+        // The tests are reloaded per sample (a release's tests would not fit in memory).
+        auto code = LoadLcbRowAt(c.dataset.path, prob.offset, prob.line);
+        if (!code.ok()) {
+          write_status = code.status();
+          return;
+        }
+        extracted = ExtractCode(g.text);
+        const CodeVerdict v = GradeProgram(*c.sandbox, extracted, *code, c.code_grading);
+        correct = v.equal;
+        code_grade = v.ToJson();
+      } else {
+        extracted = ExtractAnswer(g.text);
+        correct = MathEqual(extracted, prob.reference);
+      }
       nlohmann::json diag = nlohmann::json::object();
       for (const auto& [name, v] : g.diagnostics) diag[name] = v;
       nlohmann::json row = {
@@ -231,6 +266,7 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
           {"method_ran", nlohmann::json::parse(MethodJson(g.method))},
           {"run", run},
       };
+      if (c.dataset.code) row["code_grade"] = std::move(code_grade);
       write_status = writer->Append(row);
       if (!write_status.ok()) return;
       auto& acc = prog.accuracy[PairLabel(pair)];

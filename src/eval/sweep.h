@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "eval/code_grader.h"
 #include "eval/dataset.h"
 #include "eval/presets.h"
 #include "eval/prompt.h"
@@ -44,6 +45,11 @@ struct SweepConfig {
   // lists its vector in each, so that a sweep without a steering method
   // keeps the file's fingerprint.
   std::vector<std::string> provenance_steer_files;
+  // Code datasets (dataset.code): every finished sample's program is run on
+  // the problem's tests in this sandbox before its row is written (required
+  // for code datasets; the grading blocks the sweep while it runs).
+  const Sandbox* sandbox = nullptr;
+  CodeGradeOptions code_grading;
 };
 
 // The "run" object every row carries and resume / merge compare.
