@@ -26,7 +26,7 @@ StatusOr<LoadedDataset> LoadLcbDataset(const DatasetSpec& spec, bool skip_bad) {
     Problem p;
     p.line = lineno;
     p.offset = offset;
-    const Status deep = CheckJsonDepth(line, path, lineno);
+    const Status deep = CheckJsonDepth(line, spec.path, static_cast<int64_t>(lineno));
     auto v = deep.ok() ? nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
     if (!deep.ok()) {
       bad = deep;
