@@ -29,8 +29,6 @@ StatusOr<ModelShape> LookupModelPreset(const std::string& name) {
   return s;
 }
 
-std::vector<std::string> ModelPresetNames() { return {"r1-qwen-1.5b", "tiny-qwen2", "tiny-llama"}; }
-
 namespace {
 
 uint64_t SplitMix64(uint64_t& x) {

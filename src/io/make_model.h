@@ -32,7 +32,6 @@ struct ModelShape {
 };
 
 StatusOr<ModelShape> LookupModelPreset(const std::string& name);  // names above
-std::vector<std::string> ModelPresetNames();
 
 struct MakeModelOptions {
   std::string preset;

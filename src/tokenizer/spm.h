@@ -26,8 +26,6 @@ class SpmModel {
   // Appends the ids of `text`, whose spaces are already U+2581.
   void Encode(std::string_view text, std::vector<TokenId>* out) const;
 
-  TokenId ByteToken(uint8_t b) const { return byte_token_[b]; }
-
  private:
   const TokenizerSpec* spec_ = nullptr;
   const std::unordered_map<std::string, TokenId>* piece_to_id_ = nullptr;

@@ -351,19 +351,4 @@ void ThreadPool::WaitForGuardedTasks() {
   }
 }
 
-namespace {
-std::unique_ptr<ThreadPool>& DefaultPoolStorage() {
-  static std::unique_ptr<ThreadPool> pool;
-  return pool;
-}
-}  // namespace
-
-void SetDefaultThreads(int num_threads) { DefaultPoolStorage() = std::make_unique<ThreadPool>(num_threads); }
-
-ThreadPool& DefaultThreadPool() {
-  auto& pool = DefaultPoolStorage();
-  if (!pool) pool = std::make_unique<ThreadPool>(1);
-  return *pool;
-}
-
 }  // namespace skipkv

@@ -224,8 +224,4 @@ int MaxThreads();
 // `requested` 0 -> all hardware threads; 1..MaxThreads() -> itself; else an error.
 StatusOr<int> ResolveThreadCount(int64_t requested, const std::string& what);
 
-// Convenience: a process-wide default pool sized by SetDefaultThreads().
-void SetDefaultThreads(int num_threads);
-ThreadPool& DefaultThreadPool();
-
 }  // namespace skipkv
