@@ -1,4 +1,4 @@
-// `skipkv steer-extract`: SEAL's steering-vector extraction (spec §4.1).
+// `skipkv steer-extract`: SEAL's steering-vector extraction (docs/spec.md §4.1).
 //
 // Stage 1 (skipped with --responses): greedy answers to the problems of a
 // MATH-style JSONL (fields "problem", "answer"), one user turn in the chat

@@ -4,7 +4,7 @@
 // embedded default) or stands alone (--tokenizer-json / --tokenizer-bin /
 // --tokenizer-gguf). --chat wraps the text as one user turn of the model's
 // chat template (DeepSeek-R1-Distill, ChatML, or raw). --skipkv-sets prints
-// the token-id sets SkipKV derives from the tokenizer (spec §6.2) instead.
+// the token-id sets SkipKV derives from the tokenizer (docs/spec.md §6.2) instead.
 // Internal tool: it drives tokenizers alone (without a model) and SkipKV's token sets
 // (src/tokenizer, src/steer), below the public API by nature.
 #include <cstdio>

@@ -70,7 +70,7 @@ class Bench {
     for (int s = 0; s < n_seqs; ++s) {
       // Steady state under a policy: B slots after the last compression plus
       // Δt − 1 appended since, so the first timed step appends the Δt-th and
-      // compresses at the real length N = B + Δt (spec §2.1), as a long
+      // compresses at the real length N = B + Δt (docs/spec.md §2.1), as a long
       // generation does every Δt steps.
       const int64_t filled = policy ? std::min<int64_t>(depth, kv_.budget + kv_.interval - 1) : depth;
       // A policy's cache is bounded by B + Δt however deep the generation

@@ -1,6 +1,6 @@
 // Engine::Generate on the Batcher (batcher.h): every request is prepared and
 // validated first (the first failure is returned, naming the request, before
-// any model work), padded mode groups and pads them (spec §6.3), then the
+// any model work), padded mode groups and pads them (docs/spec.md §6.3), then the
 // loop steps until every sequence has finished.
 #include <algorithm>
 #include <string>
@@ -28,7 +28,7 @@ StatusOr<std::vector<GenerationResult>> Engine::Impl::Generate(std::span<const R
     lens[i] = static_cast<int64_t>(seqs[i]->prompt.size());
   }
   if (bo.padded) {
-    // Batch grouping (spec §6.3) and the left padding of each batch; the pad
+    // Batch grouping (docs/spec.md §6.3) and the left padding of each batch; the pad
     // lengths must leave each row's policy room for real tokens (spec A10).
     const auto batches = engine::GroupBatches(lens, options.batch_size, options.sort_by_length);
     for (size_t b = 0; b < batches.size(); ++b) {

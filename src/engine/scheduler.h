@@ -4,7 +4,7 @@
 //   2. micro-batch — what the next forward carries (PlanStep): either prefill
 //      chunks (at most n_ubatch tokens per sequence, at most n_batch tokens in
 //      all) or one decode token for every decoding sequence.
-// Plus the batch grouping of the padded mode (spec §6.3): GroupBatches.
+// Plus the batch grouping of the padded mode (docs/spec.md §6.3): GroupBatches.
 #pragma once
 
 #include <cstddef>
@@ -74,7 +74,7 @@ struct StepPlan {
 // sequence is in kPrefill), items in index order.
 StepPlan PlanStep(std::span<const SeqView> seqs, const SchedulerLimits& limits);
 
-// Batch grouping (spec §6.3): order = stable argsort of `lens` (ascending,
+// Batch grouping (docs/spec.md §6.3): order = stable argsort of `lens` (ascending,
 // ties by index) when `sort`, else 0..n−1; batches of `batch_size`
 // consecutive entries of that order (batch_size <= 0: one batch).
 std::vector<std::vector<size_t>> GroupBatches(std::span<const int64_t> lens, int batch_size, bool sort);

@@ -19,7 +19,7 @@ struct DatasetSpec {
   std::string question_field;  // the problem text
   std::string answer_field;    // the reference: a bare answer, a solution with \boxed, or GSM8K "... #### n"
   std::string id_field;        // a unique id per line; empty = the 0-based line index among the rows
-  // Most generated tokens per sample (SkipKV's max_gen, spec §6.11): gsm8k
+  // Most generated tokens per sample (SkipKV's max_gen, docs/spec.md §6.11): gsm8k
   // 8192, math500 16384, aime24 16384; 16384 for other files. A sample also
   // stops at the context length (finish "context").
   int64_t max_gen = 16384;

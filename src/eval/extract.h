@@ -1,5 +1,5 @@
 // Answer extraction from a model's output and from dataset references
-// (spec §2.6 steps 1-2). Linear-time scans; any byte sequence is accepted.
+// (docs/spec.md §2.6 steps 1-2). Linear-time scans; any byte sequence is accepted.
 #pragma once
 
 #include <optional>

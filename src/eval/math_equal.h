@@ -1,4 +1,4 @@
-// R-KV's math_equal (spec §2.6 step 4) on normalised answers (StripString
+// R-KV's math_equal (docs/spec.md §2.6 step 4) on normalised answers (StripString
 // output), and the one-call grader. Deviations from R-KV, each listed in
 // docs/eval-protocol.md:
 //  - symbolic equality is decided by evaluating both sides (math_expr.h)

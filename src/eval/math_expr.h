@@ -1,6 +1,6 @@
 // A small recursive-descent parser and evaluator for the LaTeX / ASCII maths
 // that final answers are written in, so the grader can decide whether two
-// expressions are equal by evaluating them (spec §2.6 step 4, the symbolic
+// expressions are equal by evaluating them (docs/spec.md §2.6 step 4, the symbolic
 // stage R-KV does with sympy).
 //
 // Subset: numbers (12, 3.5, .25), + - * / ^ ! and implicit multiplication

@@ -1,4 +1,4 @@
-// Answer normalisation: R-KV's `strip_string` (spec §2.6 step 3), written
+// Answer normalisation: R-KV's `strip_string` (docs/spec.md §2.6 step 3), written
 // with plain string scans (no std::regex, so a 100 kB input costs linear time
 // and never recurses). Deviations from R-KV, each because R-KV's rule breaks
 // real MATH answers (docs/eval-protocol.md lists them):

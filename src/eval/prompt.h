@@ -1,4 +1,4 @@
-// The evaluation prompt (spec §2.5): R-KV's instruction around the problem,
+// The evaluation prompt (docs/spec.md §2.5): R-KV's instruction around the problem,
 // sent either inside the model's chat template (one user turn plus the
 // generation prompt; recommended for R1-Distill models, which otherwise may
 // skip <think>) or raw with BOS, as R-KV's run_math.py does; or plain: the

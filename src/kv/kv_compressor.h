@@ -4,7 +4,7 @@
 // and the optional eviction trace. The engine owns one per sequence (request
 // row) and calls AfterForward after each forward pass of that sequence.
 //
-// Schedule (spec §2.1, A2, A11). Let l = tokens processed so far for the
+// Schedule (docs/spec.md §2.1, A2, A11). Let l = tokens processed so far for the
 // request: padded prompt + fed tokens (so l is the gen_pos of the next token),
 // reset per request.
 //   * prefill: once the whole prompt (P tokens, pads included) is in the

@@ -4,7 +4,7 @@
 // kv_compressor.h. The maths is specified in docs/kv-policies.md and
 // /work/shared/spec/algorithms.md §2, §3, §6.6.
 //
-// Vocabulary (spec §0.2): B = budget = slots per (layer, KV head) left after
+// Vocabulary (docs/spec.md §0.2): B = budget = slots per (layer, KV head) left after
 // a compression, the recent window included; α = window = observation
 // window of queries and the number of most recent slots always kept; Δt =
 // interval between compressions, counted on l = tokens processed so far
@@ -25,7 +25,7 @@
 
 namespace skipkv {
 
-// How padding slots of a left-padded batch are treated (spec §6.12 A10).
+// How padding slots of a left-padded batch are treated (docs/spec.md §6.12 A10).
 enum class PadPolicy {
   kRagged,  // no pad slots exist (every sequence has its own cache length)
   kPadded,  // paper-faithful: pad slots (valid == false) occupy the budget,
@@ -53,7 +53,7 @@ struct KvPolicyConfig {
   int64_t h2o_heavy = -1;
   int64_t h2o_recent = -1;
   int streaming_sinks = 4;  // streaming: first tokens always kept (StreamingLLM attention sinks)
-  SkipkvConfig skipkv;      // skipkv: sentence segmentation, PSS threshold τ, ablation switch (spec §6.11)
+  SkipkvConfig skipkv;      // skipkv: sentence segmentation, PSS τ, ablation switch (docs/spec.md §6.11)
   // Eviction trace (JSONL, one line per (compression, layer)); empty = off.
   std::string trace_path;
   std::vector<int> trace_layers;  // layers to trace; empty = all
@@ -91,7 +91,7 @@ bool KvPolicyUsesSentences(const KvPolicyConfig& config);
 
 // A per-slot additive adjustment of the candidate scores before selection
 // (higher score = kept). SkipKV subtracts λ over the gen_pos ranges of
-// redundant sentences (spec §6.6 (c)); see GenPosRangePenalty in
+// redundant sentences (docs/spec.md §6.6 (c)); see GenPosRangePenalty in
 // kv/score_adjust.h. Must be thread-safe for concurrent calls on different
 // layers (it is read-only during a compression).
 class SlotScoreAdjuster {
@@ -104,7 +104,7 @@ class SlotScoreAdjuster {
                       std::span<float> score) const = 0;
   // How many of `gen_pos` (strictly ascending) this adjuster penalises, each
   // counted once; the compressor reports it for the evicted slots (SkipKV's
-  // "redundant tokens evicted per compression", spec §6.10). 0 by default.
+  // "redundant tokens evicted per compression", docs/spec.md §6.10). 0 by default.
   virtual int64_t CountPenalized(std::span<const int32_t> gen_pos) const { return 0; }
   // How many ranges the adjuster penalises (SkipKV: |T|), for the trace. 0 by default.
   virtual int64_t RangeCount() const { return 0; }

@@ -1,8 +1,8 @@
 // Score adjustments over gen_pos ranges: the slot-level half of SkipKV's
-// sentence penalty (spec §6.6 (c), Eq. 6/8). The sentence bookkeeping that
+// sentence penalty (docs/spec.md §6.6 (c), Eq. 6/8). The sentence bookkeeping that
 // decides the ranges and their λ (PSS, redundant set T) lives elsewhere; this
 // maps each inclusive gen_pos range [b, e] onto every head's slots through
-// that head's own gen_pos (Φ via gen_pos, spec §6.1) and subtracts λ from
+// that head's own gen_pos (Φ via gen_pos, docs/spec.md §6.1) and subtracts λ from
 // the scores of the candidate slots found there.
 #pragma once
 

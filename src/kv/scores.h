@@ -1,4 +1,4 @@
-// Eviction scores as pure functions on plain f32 arrays (spec §2.2, §6.6):
+// Eviction scores as pure functions on plain f32 arrays (docs/spec.md §2.2, §6.6):
 // attention importance (SnapKV / R-KV), R-KV key redundancy, the R-KV mix,
 // and the common top-k selection. One call scores one KV head of one layer
 // of one sequence; nothing here knows about the cache, so each piece is
@@ -16,7 +16,7 @@
 
 namespace skipkv::kvscore {
 
-// Attention importance (spec §6.6 (a), Eq. 4), for one KV head:
+// Attention importance (docs/spec.md §6.6 (a), Eq. 4), for one KV head:
 //   logits[g][w][n] = q[g][w] · k[n] / sqrt(d)   for n < C; −inf if !valid[n]
 //   L[w][n]  = max_g logits[g][w][n]              (GQA max on logits)
 //   P[w][:]  = softmax_n L[w][:]  over the C candidates only (f32)
@@ -33,7 +33,7 @@ void AttentionImportance(const float* q, int group, int n_q, const float* k, int
 // the edges only see real values. out must not alias in.
 void MaxPool1d(const float* in, int64_t n, int kernel, float* out);
 
-// R-KV redundancy (spec §2.2.2, §6.6 (b), Eq. 5), for one KV head over all N
+// R-KV redundancy (docs/spec.md §2.2.2, §6.6 (b), Eq. 5), for one KV head over all N
 // slots (window included):
 //   Kn[n] = valid[n] ? k[n] / (‖k[n]‖₂ + 1e−8) : 0
 //   S = Kn Knᵀ; S[a][a] = 0
@@ -56,7 +56,7 @@ void MixScores(const float* imp, const float* red, int64_t n, float lambda, floa
 void FinishScores(std::span<const SlotScoreAdjuster* const> adjusters, int layer, int kv_head,
                   std::span<const int32_t> gen_pos, const uint8_t* valid, bool padded, std::span<float> score);
 
-// Selection (spec §6.6 (d)): keeps the top `budget − recent` candidates by
+// Selection (docs/spec.md §6.6 (d)): keeps the top `budget − recent` candidates by
 // score among slots [0, n_slots − recent) — ties (and equal +inf pads) go to
 // the lower slot, i.e. the lower gen_pos — sorted ascending, then the last
 // `recent` slots. score: [n_slots − recent]. NaN scores are treated as −inf.

@@ -1,7 +1,7 @@
 // `skipkv steer-extract` end to end on a random tiny qwen2 model with the real
 // Qwen byte-level BPE vocabulary: the written vectors equal (1e-5) the means
 // this test computes itself from the forward pass's hidden states (its own
-// segmentation and keyword classification of spec §4.1), a stopped or killed
+// segmentation and keyword classification of docs/spec.md §4.1), a stopped or killed
 // run resumes to the same files, and the generation stage appends one line
 // per problem and continues where it stopped.
 #include <gtest/gtest.h>
@@ -127,7 +127,7 @@ std::vector<Resp> MakeResponses(const Tokenizer& tok, const std::string& path) {
   return out;
 }
 
-// The test's own spec §4.1: 0 execution, 1 reflection, 2 transition.
+// The test's own docs/spec.md §4.1: 0 execution, 1 reflection, 2 transition.
 int Classify(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.erase(s.begin());
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();

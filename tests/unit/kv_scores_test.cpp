@@ -202,7 +202,7 @@ TEST(KvScores, RangePenaltyMapsGenPosPerHead) {
   EXPECT_EQ(score, (std::vector<float>{0, 0, -0.5f, -0.5f, -0.5f, -1.f}));
 }
 
-// ---- Naive oracle of spec §6.6 for one KV head --------------------------------------
+// ---- Naive oracle of docs/spec.md §6.6 for one KV head --------------------------------------
 
 struct NaiveInput {
   int n, d, group, n_q;

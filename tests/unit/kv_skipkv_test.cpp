@@ -374,7 +374,7 @@ TEST(SkipkvPolicy, BadValuesAreRefused) {
 
 // ---- Range monitoring: literal Eq. 9–11 vs the gen_pos mapping --------------------
 
-// Literal Algorithm 1 for one (layer, row, KV head), spec §1.2/§1.4. Sentences
+// Literal Algorithm 1 for one (layer, row, KV head), docs/spec.md §1.2/§1.4. Sentences
 // are contiguous gen-space spans [b_i, e_i] covering 0.. (as the tracker's
 // spans do with min_sentence_tokens = 1). Case 1 (Eq. 9) applies while no
 // eviction has happened (the spec's "gs and cs coincide"); case 2 (Eq. 10)

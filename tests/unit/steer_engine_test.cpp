@@ -3,7 +3,7 @@
 // verbatim pair is computed here, in double, from the model's own final
 // hidden states, and checked against what SkipkvSentenceHooks put in T;
 // an eviction trace then shows that penalised slots go before unpenalised
-// ones (spec §6.5–6.8, issue 9 "Done means").
+// ones (docs/spec.md §6.5–6.8, issue 9 "Done means").
 //
 // The hooks are installed through Engine::SetSequenceHooks with policy rkv,
 // and the penalty reaches the compressor through set_score_adjuster (the

@@ -44,7 +44,7 @@ struct Fixture {
   std::shared_ptr<const SkipkvTokenSets> sets;
 };
 
-// In-think SPLIT positions among [from, n), by the text rule of spec §4.2
+// In-think SPLIT positions among [from, n), by the text rule of docs/spec.md §4.2
 // applied token by token (the oracle: it reads token bytes, not the sets).
 std::vector<int32_t> OraclePositions(const Tokenizer& tok, const std::vector<int32_t>& ids, size_t from,
                                      bool assume_think) {

@@ -1,5 +1,5 @@
 // SentenceTracker and SkipkvSentenceHooks on hand-made token / hidden-state
-// sequences (spec §6.1, §6.5 step 5 and 7, Eq. 2, A3, A6, A9).
+// sequences (docs/spec.md §6.1, §6.5 step 5 and 7, Eq. 2, A3, A6, A9).
 #include <gtest/gtest.h>
 
 #include <cmath>

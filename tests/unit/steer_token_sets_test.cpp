@@ -1,4 +1,4 @@
-// SkipKV's token-id sets (spec §1.3, §6.2, A5, A6) on the real Qwen2/Qwen3
+// SkipKV's token-id sets (docs/spec.md §1.3, §6.2, A5, A6) on the real Qwen2/Qwen3
 // byte-level BPE and on stories260K's SentencePiece tok512, and the
 // SkipkvConfig validation.
 #include <gtest/gtest.h>
@@ -32,7 +32,7 @@ TEST(SkipkvTokenSetsTest, QwenDelimitersKeywordsSplitAndThink) {
     EXPECT_EQ(tok->TokenBytes(id), d);
     EXPECT_TRUE(sets->IsDelimiter(id));
   }
-  // Tokens that merely contain a newline do not end a sentence (spec §1.3).
+  // Tokens that merely contain a newline do not end a sentence (docs/spec.md §1.3).
   for (const char* s : {":\n", " \n\n", "$\n\n"}) {
     const std::vector<TokenId> ids = tok->Encode(s, {.add_special = false});
     ASSERT_EQ(ids.size(), 1u) << s;

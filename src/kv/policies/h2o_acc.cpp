@@ -1,6 +1,6 @@
 // Cumulative H2O ("h2o_acc"): "H2O: Heavy-Hitter Oracle for Efficient
 // Generative Inference of LLMs" (Zhang et al., 2023), reference
-// FMInference/H2O `h2o_hf/utils_real_drop/modify_llama.py` (spec §3.3).
+// FMInference/H2O `h2o_hf/utils_real_drop/modify_llama.py` (docs/spec.md §3.3).
 // Every slot carries its accumulated attention hh[n] = Σ over the steps it
 // was attended, over the rows and over the query heads of its KV head's group
 // (SequenceKvCache::AttentionScore, summed by the attention kernel):

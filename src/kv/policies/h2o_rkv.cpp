@@ -1,13 +1,13 @@
 // H2O as R-KV intends it ("h2o" / "h2o_rkv"): "H2O: Heavy-Hitter Oracle for
 // Efficient Generative Inference of LLMs" (Zhang et al., 2023), in the form
-// of Zefan-Cai/R-KV `rkv/compression/h2o.py` (spec §3.1): window forced to
+// of Zefan-Cai/R-KV `rkv/compression/h2o.py` (docs/spec.md §3.1): window forced to
 // 1, only the latest query, GQA max on logits, softmax over the keys except
 // the newest:
 //   score = softmax_{n < N−1}( max_g q_{g,last}·k_n / √d )
 //   keep  = top_{B−1}(score), sorted by position, ∪ the newest slot.
 // Not cumulative: closer to a one-query SnapKV than to H2O (h2o_acc is the
 // real one). Deviations: the reference crashes once triggered (a 3-D index
-// expand in R-KV, a wrong slice in the SkipKV prototype, spec §3.1); this is
+// expand in R-KV, a wrong slice in the SkipKV prototype, docs/spec.md §3.1); this is
 // the evident intent. No max-pooling (the reference has none). Pads masked
 // (padded mode: never evicted), f32, ties to the lower gen_pos, position order.
 #include <algorithm>

@@ -21,7 +21,7 @@ StatusOr<std::unique_ptr<KvPolicy>> MakeSkipkv(const KvPolicyConfig& config);   
 namespace {
 
 // "h2o" is an alias of "h2o_rkv": the R-KV code base's H2O baseline in its
-// evident intent (latest query only, one recent slot, spec §3.1; the
+// evident intent (latest query only, one recent slot, docs/spec.md §3.1; the
 // reference crashes once triggered, see h2o_rkv.cpp). The cumulative H2O of
 // the original paper is "h2o_acc".
 constexpr KvPolicyRegistration kPolicies[] = {

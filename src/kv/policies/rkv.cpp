@@ -1,12 +1,12 @@
 // R-KV: "R-KV: Redundancy-aware KV Cache Compression for Reasoning Models"
 // (Cai et al., 2025), reference code Zefan-Cai/R-KV `R1KV.update_kv`
-// (spec §2.2). For one (sequence, layer, KV head) with N slots, window α:
+// (docs/spec.md §2.2). For one (sequence, layer, KV head) with N slots, window α:
 //   imp = maxpool_k( mean_w softmax_{n < N−α}( max_g q_{g,w}·k_n / √d ) )
 //   red = softmax_n( (1/N) Σ_a S'[a][n] ),  S' = Kn Knᵀ, zero diagonal,
 //         retain-last edit per row (largest c with S > 0.5, else column 0)
 //   score = λ·imp − (1−λ)·red  over the candidates n < N − α  (λ = mix_lambda)
 //   keep  = top_{B−α}(score), sorted by position, ∪ the last α slots.
-// Deviations from the reference code, all deliberate (spec §2.3, §6.6):
+// Deviations from the reference code, all deliberate (docs/spec.md §2.3, §6.6):
 //   * redundancy is computed per sequence (the reference scores every batch
 //     row with row 0's keys — R-KV issue #20);
 //   * invalid (pad) slots are masked: −inf logits in the importance, zeroed

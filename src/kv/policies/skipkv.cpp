@@ -20,7 +20,7 @@ class SkipkvPolicy final : public RkvPolicy {
 
 }  // namespace
 
-// Validates R-KV's fields, then the sentence fields (spec §6.11).
+// Validates R-KV's fields, then the sentence fields (docs/spec.md §6.11).
 StatusOr<std::unique_ptr<KvPolicy>> MakeSkipkv(const KvPolicyConfig& config) {
   SKIPKV_RETURN_IF_ERROR(ValidateEvictionConfig(config));
   Status st = ValidateSkipkvConfig(config.skipkv);

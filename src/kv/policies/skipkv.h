@@ -1,5 +1,5 @@
 // SkipKV's KV policy ("skipkv"): the R-KV score minus a per-sequence sentence
-// penalty (SkipKV Eq. 6, spec §6.6 (c)), selection by plain top-k:
+// penalty (SkipKV Eq. 6, docs/spec.md §6.6 (c)), selection by plain top-k:
 //   score(t) = σ·imp(t) − (1−σ)·red(t) − λ_i   if gen_pos(t) lies in redundant sentence i
 //   score(t) = σ·imp(t) − (1−σ)·red(t)         otherwise
 // σ = KvPolicyConfig::mix_lambda (0.1), imp/red exactly R-KV's (rkv.h). The
@@ -12,7 +12,7 @@
 // Back-fill: redundant slots are not force-evicted; since λ ≥ τ ≫ |R-KV
 // score|, they go first, and when fewer than B − α unpenalised candidates
 // exist the best-scoring redundant ones fill the cache to exactly B
-// (spec §6.8, the reference's R2KV_SLOW).
+// (docs/spec.md §6.8, the reference's R2KV_SLOW).
 #pragma once
 
 #include <memory>

@@ -1,10 +1,10 @@
 // SnapKV: "SnapKV: LLM Knows What You are Looking for Before Generation"
 // (Li et al., 2024), in the decode-time form R-KV benchmarks it
-// (Zefan-Cai/R-KV `rkv/compression/snapkv.py`, spec §3.1): the R-KV
+// (Zefan-Cai/R-KV `rkv/compression/snapkv.py`, docs/spec.md §3.1): the R-KV
 // importance alone, re-run at every scheduled compression:
 //   score = maxpool_k( mean_w softmax_{n < N−α}( max_g q_{g,w}·k_n / √d ) )
 //   keep  = top_{B−α}(score), sorted by position, ∪ the last α slots.
-// Deviations: from the original SnapKV (spec §3.2) — it runs during decoding,
+// Deviations: from the original SnapKV (docs/spec.md §3.2) — it runs during decoding,
 // not only after the prefill; the softmax covers the non-window keys only;
 // mean (not sum) over the window; max-pool kernel 7 (not avg-pool 5); GQA by
 // max over the group's logits, so the cache keeps n_kv_heads heads. From the

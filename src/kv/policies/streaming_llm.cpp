@@ -1,6 +1,6 @@
 // StreamingLLM ("streaming"): "Efficient Streaming Language Models with
 // Attention Sinks" (Xiao et al., 2023), as R-KV runs it
-// (Zefan-Cai/R-KV `rkv/compression/streamingllm.py`, spec §3.1): when a
+// (Zefan-Cai/R-KV `rkv/compression/streamingllm.py`, docs/spec.md §3.1): when a
 // layer holds ≥ B slots, keep the first `sinks` (default 4) and the last
 // B − sinks. No scores; kept keys keep their original RoPE phases (keys are
 // cached after RoPE, slots keep gen_pos).
