@@ -3,13 +3,15 @@
 # directory (recursively) and exports only that layer's headers (see
 # skipkv_export_headers). PUBLIC_DEPS are the layers whose headers this
 # layer's headers include; DEPS are implementation details (.cpp only).
-# Link dependencies only downward (docs/architecture.md, "Layers").
+# Link dependencies only downward (docs/architecture.md, "Layers"). The
+# library waits for the layer check (skipkv_layer_check, root CMakeLists.txt).
 function(skipkv_add_layer name)
   cmake_parse_arguments(ARG "" "" "DEPS;PUBLIC_DEPS" ${ARGN})
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   add_library(skipkv_${name} STATIC ${srcs})
   skipkv_export_headers(skipkv_${name} ${name} ${CMAKE_CURRENT_SOURCE_DIR})
   target_link_libraries(skipkv_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_DEPS})
+  add_dependencies(skipkv_${name} skipkv_layer_check)  # the layer check is a build step
 endfunction()
 
 # skipkv_export_headers(<target> <path> <source>)

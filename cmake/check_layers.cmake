@@ -3,8 +3,8 @@
 # own layer and of layers below it, never above.
 #   cmake -DROOT=<source tree> -P cmake/check_layers.cmake
 # Prints one line per offending include ("<file>:<line>: ...") and exits
-# non-zero when there is any; registered as the CTest test layers.check
-# (label unit), with a self-test on a tree that breaks the rules on purpose
+# non-zero when there is any; run by the build (below) and registered as the
+# CTest test layers.check (label unit), with a self-test on a tree that breaks the rules on purpose
 # (tests/data/layer_check).
 #
 # A file's layer is its top directory under src/ (src/io/gguf.h -> io),
@@ -13,10 +13,17 @@
 # policies and their registry see each other, above the rest of kv).
 # include/skipkv/ (the public API) belongs to engine, except the headers in
 # `public_layers` (interfaces that lower layers implement), and apps/ is apps.
-# An include "x/..." is checked when src/x exists; others (system headers,
-# "hwy/...", files of the same directory without a slash) are not. A
-# directory of src/ missing from the order is an error, so a new layer is
-# placed on purpose.
+# An include "x/..." (quoted or <>) is checked when src/x exists; a quoted
+# include that exists next to the including file ("kv_policy.h",
+# "policies/registry.h") is judged by the file it resolves to; an include
+# containing ".." is an error outright (it would reach past the layer's
+# links). Others (system headers, "hwy/...") are not checked. A directory
+# of src/ missing from the order is an error, so a new layer is placed on
+# purpose.
+#
+# The build runs this check (target skipkv_layer_check, a stamp every layer
+# library and the apps depend on, redone when a source file or this script
+# changes), so a violation fails `ninja`; it takes well under a second.
 #
 # Apps sit on the public API (issue 15 item 5): a file under apps/ may include
 # include/skipkv/ ("skipkv/..."), its own directory's headers and the layers
@@ -115,11 +122,35 @@ foreach(f ${files})
   set(lineno 0)
   foreach(line IN LISTS lines)
     math(EXPR lineno "${lineno} + 1")
-    if(NOT line MATCHES "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\"")
+    if(NOT line MATCHES "^[ \t]*#[ \t]*include[ \t]*([\"<])([^\">]+)[\">]")
       continue()
     endif()
-    set(inc ${CMAKE_MATCH_1})
-    if(inc MATCHES "^skipkv/(.*)$")
+    set(quoted FALSE)
+    if(CMAKE_MATCH_1 STREQUAL "\"")
+      set(quoted TRUE)
+    endif()
+    set(inc ${CMAKE_MATCH_2})
+    # ".." would reach any header next to the file, past the layer's links.
+    if(inc MATCHES "(^|/)\\.\\.(/|$)")
+      string(APPEND errors "${f}:${lineno}: includes \"${inc}\": an include may not contain \"..\"; name the header by its layer path (\"engine/stop_matcher.h\", \"skipkv/engine.h\") so the layer rule applies\n")
+      math(EXPR n_errors "${n_errors} + 1")
+      continue()
+    endif()
+    # A quoted include found next to the file ("kv_policy.h", "policies/registry.h") is
+    # what the compiler picks first, so it is judged by where it resolves.
+    get_filename_component(fdir ${f} DIRECTORY)
+    if(quoted AND EXISTS ${ROOT}/${fdir}/${inc} AND NOT IS_DIRECTORY ${ROOT}/${fdir}/${inc})
+      set(resolved ${fdir}/${inc})
+      if(resolved MATCHES "^src/(.*)$")
+        layer_of_src_path("${CMAKE_MATCH_1}" dep)
+      elseif(resolved MATCHES "^include/skipkv/(.*)$")
+        layer_of_public_header("${CMAKE_MATCH_1}" dep)
+      elseif(resolved MATCHES "^include/")
+        set(dep engine)
+      else()
+        set(dep apps)
+      endif()
+    elseif(inc MATCHES "^skipkv/(.*)$")
       layer_of_public_header("${CMAKE_MATCH_1}" dep)
     elseif(inc MATCHES "^([^/]+)/" AND IS_DIRECTORY ${ROOT}/src/${CMAKE_MATCH_1})
       layer_of_src_path("${inc}" dep)

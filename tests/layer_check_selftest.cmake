@@ -1,6 +1,6 @@
 # Self-test of cmake/check_layers.cmake: on tests/data/layer_check, a tree
-# that breaks the layer order in six known ways, the check must fail and
-# report exactly those six (and nothing about the allowed includes there).
+# that breaks the layer order in nine known ways, the check must fail and
+# report exactly those nine (and nothing about the allowed includes there).
 #   cmake -DCHECK=<check_layers.cmake> -DFIXTURE=<tree> -P layer_check_selftest.cmake
 execute_process(COMMAND ${CMAKE_COMMAND} -DROOT=${FIXTURE} -P ${CHECK}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -15,18 +15,21 @@ set(expected
     "src/model/upward.cpp:4: includes \"engine/engine_impl.h\": layer model may not include layer engine"
     "src/steer/bad.cpp:3: includes \"skipkv/engine.h\": layer steer may not include layer engine"
     "apps/tool/reaches_in.cpp:3: includes \"util/status.h\": an app uses the public API"
-    "layer check failed: 6 problem(s)")
+    "src/util/relative.cpp:2: includes \"../engine/engine_impl.h\": an include may not contain \"..\""
+    "apps/tool/relative.cpp:3: includes \"../../src/engine/engine_impl.h\": an include may not contain \"..\""
+    "src/kv/sneaky.cpp:2: includes \"policies/registry.h\": layer kv may not include layer kv_policies"
+    "layer check failed: 9 problem(s)")
 foreach(line IN LISTS expected)
   string(FIND "${all}" "${line}" pos)
   if(pos LESS 0)
     message(FATAL_ERROR "missing from the layer check's report: '${line}'\nreport:\n${all}")
   endif()
 endforeach()
-foreach(allowed src/steer/ok.cpp: apps/tool/main.cpp: apps/tool/internal.cpp: apps/tool/reaches_in.cpp:2: src/engine/engine.cpp: src/kv/policies/registry.h:
+foreach(allowed src/steer/ok.cpp: apps/tool/main.cpp: apps/tool/internal.cpp: apps/tool/reaches_in.cpp:2: apps/tool/relative.cpp:2: src/engine/engine.cpp: src/kv/policies/registry.h:
                 include/skipkv/sequence_hooks.h: include/skipkv/engine.h:)
   string(FIND "${all}" "${allowed}" pos)
   if(pos GREATER_EQUAL 0)
     message(FATAL_ERROR "the layer check flagged an allowed include in ${allowed}:\n${all}")
   endif()
 endforeach()
-message("layer check self-test: the six planted problems are reported")
+message("layer check self-test: the nine planted problems are reported")

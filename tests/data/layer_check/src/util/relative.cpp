@@ -1,0 +1,2 @@
+// util reaching up with a relative path
+#include "../engine/engine_impl.h"
