@@ -44,7 +44,16 @@ std::vector<std::string> KnownDatasets() {
   return v;
 }
 
-std::string DefaultDataDir() { return SKIPKV_EVAL_DATA_DIR; }
+std::string DefaultDataDir() {
+  // Installed (cmake --install): <prefix>/bin/skipkv reads <prefix>/share/skipkv.
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path installed = exe.parent_path().parent_path() / "share" / "skipkv";
+    if (std::filesystem::is_directory(installed / "datasets", ec)) return installed.string();
+  }
+  return SKIPKV_EVAL_DATA_DIR;  // an uninstalled build: data/ of its source tree
+}
 
 StatusOr<DatasetSpec> ResolveDataset(const std::string& name_or_path, const std::string& data_dir,
                                      const std::string& question_field, const std::string& answer_field,

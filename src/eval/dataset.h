@@ -44,7 +44,9 @@ StatusOr<DatasetSpec> ResolveDataset(const std::string& name_or_path, const std:
                                      const std::string& question_field = "",
                                      const std::string& answer_field = "", const std::string& id_field = "");
 
-// data/ of the source tree this binary was built from (bundled datasets).
+// The bundled data (datasets/, models/, templates/, steering/): <prefix>/share/skipkv
+// beside an installed binary (<prefix>/bin/, found through /proc/self/exe), else
+// data/ of the source tree this binary was built from. --data-dir overrides it.
 std::string DefaultDataDir();
 
 struct Problem {
