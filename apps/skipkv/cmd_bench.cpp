@@ -150,7 +150,7 @@ int RunBench(const BenchOptions& o) {
               "t/s (median)", "min .. max");
   std::printf("|---------|--------|--------------|--------------|----------------------|-------------------\n");
 
-  const bool sentences = KvPolicyUsesSentences(kv_config);
+  const bool sentences = TraitsOf(kv_config).uses_sentences;
   std::vector<Sample> samples;
   for (int threads : o.threads) {
     if (Status st = fb.SetThreads(threads); !st.ok()) return 2;  // checked above
@@ -179,7 +179,7 @@ int RunBench(const BenchOptions& o) {
         std::printf(", decode %.1f GB/s = %.0f%% of read bandwidth", s.decode_gbs, 100 * s.decode_gbs / s.read_gbs);
       }
       if (s.kv_bytes) std::printf(", KV %s", HumanBytes(static_cast<double>(s.kv_bytes)).c_str());
-      if (KvPolicyEvicts(kv_config) && s.depth > 0) {
+      if (TraitsOf(kv_config).evicts && s.depth > 0) {
         auto c = s.compress_share;
         std::sort(c.begin(), c.end());
         std::printf(", compression %.1f%% of decode", 100 * c[c.size() / 2]);

@@ -31,7 +31,9 @@
 #include <memory>
 #include <string>
 
-#include "skipkv/engine.h"  // KvDType, KvPolicyConfig, Status
+#include "skipkv/kv_config.h"  // KvPolicyConfig
+#include "skipkv/status.h"
+#include "skipkv/types.h"  // FileLoad, KvDType
 
 namespace skipkv {
 

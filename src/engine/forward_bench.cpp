@@ -16,13 +16,13 @@
 #include "kernels/ops.h"
 #include "kv/kv_compressor.h"
 #include "kv/kv_policy.h"
-#include "kv/policies/skipkv.h"
+#include "methods/method_table.h"
 #include "model/forward.h"
 #include "model/model.h"
-#include "steer/skipkv_hooks.h"
-#include "steer/token_sets.h"
+#include "sentence/token_sets.h"
 #include "tokenizer/tokenizer.h"
 #include "util/aligned_buffer.h"
+#include "util/check.h"
 #include "util/thread_pool.h"
 
 namespace skipkv {
@@ -36,9 +36,11 @@ double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::d
 // public ForwardBench (skipkv/bench.h), moved here from the CLI.
 class Bench {
  public:
+  // `method`: the resolved method of `kv` when its policy uses sentences
+  // (its sequences get the sentence hooks the engine would give them).
   Bench(const Model& model, KvDType kv_type, const KvPolicyConfig& kv,
-        std::shared_ptr<const SkipkvTokenSets> skipkv_sets = nullptr)
-      : model_(model), kv_type_(kv_type), kv_(kv), fwd_(model), sets_(std::move(skipkv_sets)) {}
+        std::shared_ptr<const methods::Method> method = nullptr)
+      : model_(model), kv_type_(kv_type), kv_(kv), fwd_(model), method_(std::move(method)) {}
 
   // Prefill n tokens into a fresh cache in one call; returns tokens/s.
   StatusOr<double> Prefill(int n, ThreadPool& pool, uint64_t seed) {
@@ -95,11 +97,11 @@ class Bench {
     // state, warmed up through the history 0..l0−1.
     std::vector<std::unique_ptr<SequenceHooks>> hooks;
     if (kv_policy->uses_sentences()) {
+      SKIPKV_CHECK(method_ != nullptr);
       for (int s = 0; s < n_seqs; ++s) {
-        auto state = std::make_unique<SkipkvSequenceState>(kv_.skipkv.sentence_scoring);
-        hooks.push_back(MakeSkipkvSentenceHooks(kv_.skipkv, sets_,
-                                                kv_.skipkv.sentence_scoring ? &state->penalty : nullptr));
-        SKIPKV_RETURN_IF_ERROR(compressors[s]->Reset(0, std::move(state)));
+        methods::Method::SequenceParts parts = method_->NewSequence();  // as the engine's sequences get them
+        hooks.push_back(std::move(parts.hooks));
+        SKIPKV_RETURN_IF_ERROR(compressors[s]->Reset(0, std::move(parts.state)));
         WarmSentences(*hooks.back(), l0, seed + 2000 + s);
       }
       batch.final_hidden_hook = [&](std::span<const BatchToken> rows, const float* hidden) {
@@ -219,7 +221,8 @@ class Bench {
       const bool delimiter = p % 16 == 15;
       for (int i = 0; i < d; ++i) row[i] = dirs[(sentence % 8) * d + i] + 0.05f * nd(rng);
       BatchToken t;
-      t.token = delimiter && !sets_->delimiters.empty() ? sets_->delimiters[0] : 0;
+      const SkipkvTokenSets& sets = *method_->token_sets();
+      t.token = delimiter && !sets.delimiters.empty() ? sets.delimiters[0] : 0;
       t.pos = t.gen_pos = static_cast<int32_t>(p);
       t.last = true;
       hooks.OnFinalHidden(std::span<const BatchToken>(&t, 1), row.data());
@@ -231,7 +234,7 @@ class Bench {
   KvDType kv_type_;
   KvPolicyConfig kv_;
   ForwardPass fwd_;
-  std::shared_ptr<const SkipkvTokenSets> sets_;  // skipkv only
+  std::shared_ptr<const methods::Method> method_;  // skipkv only
 };
 
 }  // namespace
@@ -242,7 +245,8 @@ class ForwardBench::Impl {
   std::unique_ptr<Model> model;
   KvDType kv_type = KvDType::kF16;
   KvPolicyConfig kv;
-  std::shared_ptr<const SkipkvTokenSets> sets;  // policies that use sentences
+  std::unique_ptr<Tokenizer> tokenizer;            // policies that use sentences: their token sets
+  std::shared_ptr<const methods::Method> method;  // policies that use sentences
   // After `model`, so destroyed before it (see Engine::Impl::pool).
   std::unique_ptr<ThreadPool> pool = std::make_unique<ThreadPool>(1);
   std::unique_ptr<Bench> plain, bench;  // `full`, and the configured policy
@@ -261,14 +265,16 @@ StatusOr<std::unique_ptr<ForwardBench>> ForwardBench::Open(const std::string& mo
   impl->kv_type = kv_type;
   impl->kv = kv;
   if (KvPolicyUsesSentences(kv)) {
-    auto tok = Tokenizer::FromModelSource(*impl->source);
-    StatusOr<SkipkvTokenSets> sets =
-        tok.ok() ? BuildSkipkvTokenSets(**tok, kv.skipkv.delimiters, kv.skipkv.nonexec_keywords) : StatusOr<SkipkvTokenSets>(tok.status());
-    if (!sets.ok()) return sets.status().WithContext("SkipKV token sets");
-    impl->sets = std::make_shared<const SkipkvTokenSets>(std::move(sets).value());
+    // The method table builds the sentence side exactly as for the engine.
+    SKIPKV_ASSIGN_OR_RETURN(impl->tokenizer, Tokenizer::FromModelSource(*impl->source));
+    const ModelConfig& mc = impl->model->config();
+    methods::MethodTable table(impl->tokenizer.get(), kv, mc.n_layers, mc.d_model);
+    MethodConfig method;
+    method.kv = kv;
+    SKIPKV_ASSIGN_OR_RETURN(impl->method, table.Resolve(method));
   }
   impl->plain = std::make_unique<Bench>(*impl->model, kv_type, KvPolicyConfig{});  // pp, tg: the plain forward
-  impl->bench = std::make_unique<Bench>(*impl->model, kv_type, kv, impl->sets);
+  impl->bench = std::make_unique<Bench>(*impl->model, kv_type, kv, impl->method);
   return std::unique_ptr<ForwardBench>(new ForwardBench(std::move(impl)));
 }
 

@@ -27,6 +27,11 @@ std::string ToStr(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
+bool KvPolicyReadsFields(const std::string& policy, unsigned bits) {
+  const KvPolicyRegistration* e = FindPolicy(policy);
+  return e != nullptr && (e->reads & bits) == bits;
+}
+
 std::vector<std::string> KnownKvPolicyNames() {
   std::vector<std::string> names;
   for (const auto& e : KvPolicyRegistry()) names.emplace_back(e.name);

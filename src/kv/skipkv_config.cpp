@@ -1,5 +1,5 @@
-// SkipkvConfig defaults and validation (see skipkv_config.h).
-#include "kv/skipkv_config.h"
+// SkipkvConfig defaults and validation (see include/skipkv/kv_config.h).
+#include "skipkv/kv_config.h"
 
 #include <cmath>
 

@@ -89,8 +89,8 @@ ConvertOutcome ToEngineRequest(const ParsedRequest& p, const ConvertLimits& limi
         vec_name = it->first;
       }
     }
-    StatusOr<eval::MethodPreset> preset =
-        eval::MakePreset(kv.preset, kv.budget, overrides, vec ? vec->config : SteeringConfig{});
+    StatusOr<MethodPreset> preset =
+        MakePreset(kv.preset, kv.budget, overrides, vec ? vec->config : SteeringConfig{});
     if (!preset.ok()) {
       std::string param = "kv";
       const std::string m = preset.status().message();  // a copy: status() returns by value
@@ -113,7 +113,7 @@ ConvertOutcome ToEngineRequest(const ParsedRequest& p, const ConvertLimits& limi
       out.error = Bad(param, "kv: " + WithoutSetPrefix(m));
       return out;
     }
-    if (preset->method.kv.policy == "full" && kv.budget > 0) {
+    if (!TraitsOf(preset->method).evicts && kv.budget > 0) {
       out.error = Bad("kv.budget", "kv: the fullkv method keeps every slot and takes no budget");
       return out;
     }

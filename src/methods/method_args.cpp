@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "kv/kv_policy.h"  // KvPolicyReadsFields, KvPolicyEvicts, KvPolicyUsesSentences
+
 namespace skipkv {
 namespace {
 
@@ -69,9 +71,9 @@ bool MethodUsesArg(ArgScope scope, const MethodConfig& m) {
     case ArgScope::kEvicts: return KvPolicyEvicts(by_name);
     // The two fields only some evicting policies read (their factories say
     // which; kv/policies/).
-    case ArgScope::kMixLambda: return p == "rkv" || p == "skipkv";
-    case ArgScope::kStreaming: return p == "streaming";
-    case ArgScope::kH2oAcc: return p == "h2o_acc";
+    case ArgScope::kMixLambda: return KvPolicyReadsFields(p, kReadsMixLambda);
+    case ArgScope::kStreaming: return KvPolicyReadsFields(p, kReadsSinks);
+    case ArgScope::kH2oAcc: return KvPolicyReadsFields(p, kReadsH2oSplit);
     case ArgScope::kSentences: return KvPolicyUsesSentences(by_name);
     case ArgScope::kSteer: return s.enabled;
     case ArgScope::kSteerFixed: return s.enabled && !s.adaptive;

@@ -1,12 +1,12 @@
 // The method presets of sweeps (eval/presets.h) and their --set overrides.
-#include "eval/presets.h"
+#include "skipkv/presets.h"
 
 #include <cctype>
 #include <cstdlib>
 
 #include "skipkv/method_args.h"
 
-namespace skipkv::eval {
+namespace skipkv {
 namespace {
 
 // How a preset steers (spec §4.2 SEAL, §6.9 SkipKV).
@@ -250,4 +250,4 @@ std::string PresetJson(const MethodPreset& p) {
   return m + "}";
 }
 
-}  // namespace skipkv::eval
+}  // namespace skipkv

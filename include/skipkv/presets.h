@@ -38,9 +38,9 @@
 #include <vector>
 
 #include "skipkv/method.h"
-#include "util/status.h"
+#include "skipkv/status.h"
 
-namespace skipkv::eval {
+namespace skipkv {
 
 struct MethodPreset {
   std::string preset;   // the preset it came from
@@ -49,7 +49,7 @@ struct MethodPreset {
   // The authors' run whose τ / steering strength an *-authors preset took
   // ("DeepSeek-R1-Distill-Qwen-7B/aime24/1536"); empty when none matched.
   std::string authors_run;
-  bool full() const { return method.kv.policy == "full"; }
+  bool full() const { return !TraitsOf(method).evicts; }  // keeps every slot (fullkv, seal, fullkv-authors)
 };
 
 std::vector<std::string> KnownPresets();
@@ -102,4 +102,4 @@ StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
 // The provenance of a method as JSON (MethodJson plus preset and grouping).
 std::string PresetJson(const MethodPreset& p);
 
-}  // namespace skipkv::eval
+}  // namespace skipkv
