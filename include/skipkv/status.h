@@ -36,15 +36,30 @@ class [[nodiscard]] Status {
   const std::string& message() const { return message_; }
   // "corrupt data: model.gguf: tensor 'blk.0.attn_q.weight' ..." — for logs and the CLI.
   std::string ToString() const;
-  // Returns a copy whose message is prefixed by `context: `.
+  // Returns a copy whose message is prefixed by `context: ` (the field stays).
   Status WithContext(const std::string& context) const;
+
+  // The input field at fault, when the error is about one: a method
+  // parameter's key ("budget", "sim_threshold", "steer_layer"; the keys of
+  // skipkv/method_args.h), "method" for the method's name, "prompt" for a
+  // request's prompt; empty otherwise. Callers map it to their own spelling
+  // (the CLI's --set FIELD, serve's "kv.FIELD") instead of reading the
+  // message.
+  const std::string& field() const { return field_; }
+  // Returns a copy naming `field` (no effect on an OK status).
+  Status WithField(std::string field) const;
 
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  std::string field_;
 };
 
 inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+// InvalidArgument about the input field `field` (see Status::field).
+inline Status InvalidField(std::string field, std::string m) {
+  return Status(StatusCode::kInvalidArgument, std::move(m)).WithField(std::move(field));
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
 inline Status CorruptData(std::string m) { return {StatusCode::kCorruptData, std::move(m)}; }

@@ -195,7 +195,8 @@ Status Engine::Impl::ValidateWithPrompt(const Request& r, const std::vector<int3
   // The first generated token is fed at position len(prompt), which must exist.
   if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
     return OutOfRange("prompt of " + std::to_string(prompt.size()) + " tokens does not fit the context of " +
-                      std::to_string(n_ctx) + " positions (it must leave room for generated tokens)");
+                      std::to_string(n_ctx) + " positions (it must leave room for generated tokens)")
+        .WithField("prompt");
   }
   return Status::Ok();
 }

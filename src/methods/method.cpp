@@ -54,7 +54,7 @@ Status ValidateMethod(const MethodConfig& m) {
   Status st = ValidateKvPolicyConfig(m.kv);
   if (st.ok()) st = ValidateSteeringConfig(m.steer);
   if (st.ok() && m.steer.enabled && m.steer.adaptive && !KvPolicyUsesSentences(m.kv)) {
-    st = InvalidArgument("steering: the adaptive strength needs N_o, which only a policy that tracks sentences "
+    st = InvalidField("policy", "steering: the adaptive strength needs N_o, which only a policy that tracks sentences "
                          "(skipkv) has; policy '" + m.kv.policy + "' can steer with a fixed coef");
   }
   if (!st.ok()) return st.WithContext("method '" + MethodLabel(m) + "'");

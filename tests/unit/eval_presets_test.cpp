@@ -75,32 +75,34 @@ TEST(EvalPresetsTest, ErrorsNameTheProblem) {
     std::string spec;
     std::vector<std::string> overrides;
     std::string message;
+    std::string field;  // Status::field(): what serve maps to "kv.FIELD" without reading the message
   };
   const std::vector<Case> cases = {
-      {"bogus", {}, "unknown method 'bogus'"},
-      {"seal", {}, "method 'seal' (preset seal) steers: give a steering vector with --steer FILE"},
-      {"plus=rkv+sentence+steering", {}, "method 'plus' (preset rkv+sentence+steering) steers"},
-      {"+steering", {}, "Table 2's +steering row is rkv+sentence+steering"},
-      {"rkv", {"rkv.steer_coef=2"}, "method 'rkv' (preset rkv) does not steer"},
-      {"skipkv", {"skipkv.steer_coef=2"}, "does not steer"},  // no vector given
-      {"rkv", {"steer_colour=2"}, "unknown field 'steer_colour'"},
-      {"=rkv", {}, "label before '='"},
-      {"a.b=rkv", {}, "label before '='"},
-      {"rkv", {"nonsense"}, "must be FIELD=VALUE"},
-      {"rkv", {"colour=red"}, "unknown field 'colour'"},
-      {"rkv", {"window=abc"}, "window=abc: not a number"},
-      {"rkv", {"window=2.5"}, "not an integer"},
-      {"rkv", {"grouping=maybe"}, "must be true or false"},
-      {"rkv", {"rkv.sim_threshold=0.9"}, "has no field 'sim_threshold'"},
-      {"rkv", {"rkv.sinks=2"}, "has no field 'sinks'"},
-      {"rkv", {"window=600"}, "window"},  // budget 512 <= window: ValidateMethod
-      {"skipkv", {"sim_threshold=1.5"}, "sim_threshold"},
+      {"bogus", {}, "unknown method 'bogus'", "method"},
+      {"seal", {}, "method 'seal' (preset seal) steers: give a steering vector with --steer FILE", "steer_file"},
+      {"plus=rkv+sentence+steering", {}, "method 'plus' (preset rkv+sentence+steering) steers", "steer_file"},
+      {"+steering", {}, "Table 2's +steering row is rkv+sentence+steering", "method"},
+      {"rkv", {"rkv.steer_coef=2"}, "method 'rkv' (preset rkv) does not steer", "steer_coef"},
+      {"skipkv", {"skipkv.steer_coef=2"}, "does not steer", "steer_coef"},  // no vector given
+      {"rkv", {"steer_colour=2"}, "unknown field 'steer_colour'", "steer_colour"},
+      {"=rkv", {}, "label before '='", "method"},
+      {"a.b=rkv", {}, "label before '='", "method"},
+      {"rkv", {"nonsense"}, "must be FIELD=VALUE", ""},
+      {"rkv", {"colour=red"}, "unknown field 'colour'", "colour"},
+      {"rkv", {"window=abc"}, "window=abc: not a number", "window"},
+      {"rkv", {"window=2.5"}, "not an integer", "window"},
+      {"rkv", {"grouping=maybe"}, "must be true or false", "grouping"},
+      {"rkv", {"rkv.sim_threshold=0.9"}, "has no field 'sim_threshold'", "sim_threshold"},
+      {"rkv", {"rkv.sinks=2"}, "has no field 'sinks'", "sinks"},
+      {"rkv", {"window=600"}, "window", "budget"},  // budget 512 <= window: ValidateMethod
+      {"skipkv", {"sim_threshold=1.5"}, "sim_threshold", "sim_threshold"},
   };
   for (const auto& c : cases) {
     auto p = MakePreset(c.spec, 512, c.overrides);
     ASSERT_FALSE(p.ok()) << c.spec;
     EXPECT_NE(p.status().message().find(c.message), std::string::npos)
         << "expected '" << c.message << "' in: " << p.status().message();
+    EXPECT_EQ(p.status().field(), c.field) << p.status().message();
   }
 }
 
