@@ -118,7 +118,7 @@ int RunDemo(const DemoOptions& o) {
   auto steering = DemoSteering(o);
   if (!steering.ok()) return Fail(steering.status().message());
   for (const auto& m : methods) {  // check names and overrides before loading anything
-    auto p = MakePreset(m, 1024, m == "fullkv" ? std::vector<std::string>{} : overrides, *steering);
+    auto p = MakePreset(m, 1024, overrides, *steering);  // interval: skipped by methods that do not evict
     if (!p.ok()) return Fail(p.status().message());
   }
 

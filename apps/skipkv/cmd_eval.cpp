@@ -230,7 +230,7 @@ int RunSweepCommand(SweepOptions& o) {
       continue;
     }
     if (budgets.empty()) return Fail("--budgets is required for method '" + m + "'");
-    if ((probe->preset == "skipkv" || probe->preset == "skipkv-authors") && !vector->enabled && !o.quiet) {
+    if (probe->steers_if_given && !vector->enabled && !o.quiet) {
       std::fprintf(stderr,
                    "skipkv eval: note: method '%s' runs without steering (no --steer): SkipKV's sentence "
                    "scoring and grouping only\n",

@@ -49,10 +49,19 @@ struct MethodPreset {
   // The authors' run whose τ / steering strength an *-authors preset took
   // ("DeepSeek-R1-Distill-Qwen-7B/aime24/1536"); empty when none matched.
   std::string authors_run;
+  // The preset steers when a vector is given and runs unsteered otherwise
+  // (skipkv, skipkv-authors): callers may say so when none was given.
+  bool steers_if_given = false;
   bool full() const { return !TraitsOf(method).evicts; }  // keeps every slot (fullkv, seal, fullkv-authors)
 };
 
+// The registered preset names, in the registry's order (aliases not included).
 std::vector<std::string> KnownPresets();
+
+// The registered name of `name`: itself, or the preset an alias stands for
+// ("full" -> "fullkv", the policy's name for the FullKV method); `name`
+// unchanged when it is neither (MakePreset then reports it).
+std::string CanonicalPresetName(const std::string& name);
 
 // One SkipKV run of the authors' scripts/run.sh (all of them, commented-out
 // lines included): τ (S_threshold) and the SEAL steering they used, for

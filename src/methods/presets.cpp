@@ -107,6 +107,9 @@ constexpr PresetDef kPresets[] = {
     {"skipkv-authors", "skipkv", true, true, Steer::kIfGiven, kAuthorsSkipkv, /*authors_table=*/true},
 };
 
+// Other names of presets: "full" is the policy's name for the FullKV method.
+constexpr std::pair<const char*, const char*> kAliases[] = {{"full", "fullkv"}};
+
 // Applies FIELD=VALUE to the preset; `scoped` is true when the override names
 // this method explicitly (then a field its method does not use is an error;
 // shared, it is skipped). The fields are the declared method parameters with
@@ -175,6 +178,12 @@ const AuthorsRun* FindAuthorsRun(const std::string& model, const std::string& da
   return best;
 }
 
+std::string CanonicalPresetName(const std::string& name) {
+  for (const auto& [alias, preset] : kAliases)
+    if (name == alias) return preset;
+  return name;
+}
+
 std::vector<std::string> KnownPresets() {
   std::vector<std::string> v;
   for (const auto& p : kPresets) v.emplace_back(p.name);
@@ -184,10 +193,10 @@ std::vector<std::string> KnownPresets() {
 StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
                                   const std::vector<std::string>& overrides, const SteeringConfig& vector,
                                   const PresetContext& context) {
-  std::string label = spec, preset = spec;
+  std::string label = spec, preset = CanonicalPresetName(spec);
   if (const size_t eq = spec.find('='); eq != std::string::npos) {
     label = spec.substr(0, eq);
-    preset = spec.substr(eq + 1);
+    preset = CanonicalPresetName(spec.substr(eq + 1));
     if (label.empty() || label.find_first_of(".,= ") != std::string::npos)
       return InvalidField("method", "method '" + spec +
                                         "': the label before '=' must be non-empty without . , = or spaces");
@@ -209,8 +218,10 @@ StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
   p.method.name = label;
   p.method.kv.policy = def->policy;
   p.grouping = def->grouping;
-  if (std::string(def->policy) != "full") p.method.kv.budget = budget;
-  if (std::string(def->policy) == "skipkv") p.method.kv.skipkv.sentence_scoring = def->sentence_scoring;
+  p.steers_if_given = def->steer == Steer::kIfGiven;
+  const MethodTraits traits = TraitsOf(p.method.kv);
+  if (traits.evicts) p.method.kv.budget = budget;
+  if (traits.uses_sentences) p.method.kv.skipkv.sentence_scoring = def->sentence_scoring;
   if (def->steer == Steer::kFixed || def->steer == Steer::kAdaptive) {
     if (!vector.enabled) {
       return InvalidField(

@@ -200,5 +200,24 @@ TEST(EvalPresetsTest, SteeringOverrides) {
   EXPECT_NE(nan.status().message().find("steer_coef=x: not a number"), std::string::npos);
 }
 
+TEST(EvalPresetsTest, RegistryAnswersWhatCallersUsedToCompareNamesFor) {
+  // The alias "full" (the policy's name) is the fullkv method.
+  EXPECT_EQ(CanonicalPresetName("full"), "fullkv");
+  EXPECT_EQ(CanonicalPresetName("rkv"), "rkv");
+  EXPECT_EQ(CanonicalPresetName("bogus"), "bogus");
+  auto full = MakePreset("full", 512, {});
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  EXPECT_EQ(full->preset, "fullkv");
+  EXPECT_TRUE(full->full());
+  // Which presets steer only when a vector is given (eval's note).
+  for (const std::string& name : KnownPresets()) {
+    auto p = MakePreset(name, 512, {});
+    if (!p.ok()) continue;  // the presets that need a vector
+    EXPECT_EQ(p->steers_if_given, name == "skipkv" || name == "skipkv-authors") << name;
+    // Traits: exactly the presets whose policy evicts take the budget.
+    EXPECT_EQ(TraitsOf(p->method).evicts, p->method.kv.budget == 512) << name;
+  }
+}
+
 }  // namespace
 }  // namespace skipkv::eval
