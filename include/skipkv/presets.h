@@ -1,5 +1,8 @@
-// Named methods for sweeps (issue 11 item 3): each preset is a MethodConfig
-// (skipkv/method.h) plus the sweep-side batch grouping of the paper's §4.3.
+// The method registry (public API; implemented in src/methods/presets.cpp):
+// every named method, as `eval`, `demo`, `bench`, `serve`'s "kv" object and
+// the CLI look it up. Each preset is a MethodConfig (skipkv/method.h) plus
+// the sweep-side batch grouping of the paper's §4.3; errors name the field
+// at fault (Status::field(): "method", a parameter key, "steer_file").
 //   fullkv                  the full cache (runs once, budget 0)
 //   streaming, h2o, snapkv  the baselines as R-KV implements them (spec §3.1)
 //   rkv                     R-KV (λ = 0.1, α = 8, Δt = 128, kernel 7)

@@ -1,4 +1,5 @@
-// The method presets of sweeps (eval/presets.h) and their --set overrides.
+// The method registry (skipkv/presets.h): one table line per method, and the
+// FIELD=VALUE overrides (--set, serve's "kv" fields).
 #include "skipkv/presets.h"
 
 #include <cctype>
