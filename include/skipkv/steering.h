@@ -1,5 +1,5 @@
 // SteeringConfig: SEAL's fixed-strength steering and SkipKV's adaptive
-// steering (spec §4.2, §6.9), one per request method.
+// steering (docs/spec.md §4.2, §6.9), one per request method.
 //
 // Conventions (docs/steering.md has the evidence):
 //  - `layer` is the control-vector direction index l, as llama.cpp
@@ -17,7 +17,7 @@
 #include <limits>
 #include <string>
 
-#include "util/status.h"
+#include "skipkv/status.h"
 
 namespace skipkv {
 

@@ -1,5 +1,5 @@
-// SteeringHooks: SEAL's steering (spec §4.2) with a fixed strength, or
-// SkipKV's adaptive strength α = α0 + γ·N_o (spec §6.9), as per-request
+// SteeringHooks: SEAL's steering (docs/spec.md §4.2) with a fixed strength, or
+// SkipKV's adaptive strength α = α0 + γ·N_o (docs/spec.md §6.9), as per-request
 // SequenceHooks.
 //
 // State machine (per request): in_think starts as assume_think (A13) and is
@@ -31,9 +31,9 @@
 #include <utility>
 #include <vector>
 
-#include "skipkv/sequence_hooks.h"
+#include "kv/sequence_hooks.h"
 #include "skipkv/steering.h"
-#include "steer/token_sets.h"
+#include "sentence/token_sets.h"
 
 namespace skipkv {
 

@@ -51,7 +51,7 @@ StatusOr<ControlVector> LoadControlVector(const std::string& path);
 Status WriteControlVector(const std::string& path, const ControlVector& cv, int64_t model_depth);
 
 // The SkipKV-convention difference vector from SEAL's per-category means
-// (spec §6.2, §6.9): V_l = execution_l - (n_r * reflection_l + n_t *
+// (docs/spec.md §6.2, §6.9): V_l = execution_l - (n_r * reflection_l + n_t *
 // transition_l) / (n_r + n_t), the counts taken from each file's
 // controlvector.num_vectors_averaged (EasySteer sums the count over layers,
 // which scales n_r and n_t alike and leaves the weights unchanged). Every

@@ -1,4 +1,4 @@
-// SEAL's offline thought segmentation and classification (spec §4.1 steps
+// SEAL's offline thought segmentation and classification (docs/spec.md §4.1 steps
 // 4-6) and the per-category mean hidden states it produces.
 //
 // Segmentation: keep the tokens strictly between the first <think> and the
@@ -18,9 +18,9 @@
 #include <string_view>
 #include <vector>
 
-#include "skipkv/sequence_hooks.h"
+#include "kv/sequence_hooks.h"
 #include "steer/steering_vector.h"
-#include "steer/token_sets.h"
+#include "sentence/token_sets.h"
 #include "util/status.h"
 
 namespace skipkv {
@@ -67,7 +67,7 @@ class CategoryMeans {
   // The category's mean per direction (empty directions map if no step).
   ControlVector Mean(ThoughtKind k) const;
   // V = mean(execution) - mean(reflection ∪ transition), the SkipKV sign
-  // (spec §6.2); InvalidArgument when a side has no step.
+  // (docs/spec.md §6.2); InvalidArgument when a side has no step.
   StatusOr<ControlVector> Difference() const;
 
   Status Save(const std::string& path) const;  // atomic (write + rename)

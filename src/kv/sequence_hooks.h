@@ -3,7 +3,7 @@
 // PSS updates before a compressing forward, the redundant-sentence score
 // penalty) and SEAL-style steering (adding α·V to the residual stream at a
 // layer) attach here, as do analysis tools; the loop itself stays
-// method-agnostic (spec §6.4–6.5).
+// method-agnostic (docs/spec.md §6.4–6.5).
 //
 // One SequenceHooks object per request, created by the factory when the
 // request starts (after its cache and compressor exist) and destroyed when it
@@ -43,7 +43,7 @@ struct SequenceStep {
   int64_t l_after = 0;
   ForwardKind kind = ForwardKind::kDecode;
   // The compressor's schedule says this forward compresses (layers holding
-  // at least B slots are compacted right after it; spec §6.5 step 7 runs
+  // at least B slots are compacted right after it; docs/spec.md §6.5 step 7 runs
   // the PSS update before such a forward).
   bool compresses = false;
 };

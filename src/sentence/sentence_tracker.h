@@ -1,5 +1,5 @@
 // SentenceTracker: SkipKV's per-sequence sentence segmentation and sentence
-// embeddings (spec §6.1, §6.5 step 5, Eq. 2, A3, A6, A9).
+// embeddings (docs/spec.md §6.1, §6.5 step 5, Eq. 2, A3, A6, A9).
 //
 // Tokens are fed in gen_pos order together with the final normed hidden
 // state of their forward (the LM head's input). A sentence is the inclusive
@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "steer/token_sets.h"
+#include "sentence/token_sets.h"
 
 namespace skipkv {
 

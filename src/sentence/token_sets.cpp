@@ -1,7 +1,7 @@
 // Token-id sets for SkipKV (see token_sets.h).
-#include "steer/token_sets.h"
+#include "sentence/token_sets.h"
 
-#include "kv/skipkv_config.h"
+#include "skipkv/kv_config.h"
 
 #include <algorithm>
 
@@ -82,7 +82,7 @@ StatusOr<SkipkvTokenSets> BuildSkipkvTokenSets(const Tokenizer& tok, std::span<c
     if (ids.empty()) {
       return InvalidArgument("skipkv token sets: delimiter \"" + Escape(d) + "\" encodes to no token");
     }
-    sets.delimiters.push_back(ids.back());  // spec §1.3: the last id of the encoding
+    sets.delimiters.push_back(ids.back());  // docs/spec.md §1.3: the last id of the encoding
   }
   SortUnique(&sets.delimiters);
   const std::vector<std::string> defaults = NonExecKeywordVariants();

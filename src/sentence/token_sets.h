@@ -1,4 +1,4 @@
-// The token-id sets SkipKV and SEAL-style steering need (spec §1.3, §6.2),
+// The token-id sets SkipKV and SEAL-style steering need (docs/spec.md §1.3, §6.2),
 // derived once per tokenizer and shared read-only by every sequence:
 //   D (delimiters): last_id(encode(s)) for each delimiter string s;
 //   N (non-execution keywords): the ids of the keyword variants "Wait",
