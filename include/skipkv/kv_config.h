@@ -76,7 +76,7 @@ struct KvPolicyConfig {
   int64_t h2o_heavy = -1;
   int64_t h2o_recent = -1;
   int streaming_sinks = 4;  // streaming: first tokens always kept (StreamingLLM attention sinks)
-  SkipkvConfig skipkv;      // skipkv: sentence segmentation, PSS threshold τ, ablation switch (docs/spec.md §6.11)
+  SkipkvConfig skipkv;      // skipkv: sentence segmentation, PSS τ, ablation switch (docs/spec.md §6.11)
   // Eviction trace (JSONL, one line per (compression, layer)); empty = off.
   std::string trace_path;
   std::vector<int> trace_layers;  // layers to trace; empty = all
