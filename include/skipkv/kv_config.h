@@ -71,6 +71,11 @@ struct KvPolicyConfig {
   // whose pad mask is the last N entries of the row's padding mask over all
   // tokens seen (transformers' flash-attention mask), see AuthorsPadMask.
   bool pad_mask_seen_tokens = false;
+  // rkv, skipkv (issue 39, the control for claim 1): the prompt's slots
+  // (gen_pos < the padded prompt length) score +inf, so they are never
+  // evicted while the candidates can hold them; a prompt longer than
+  // B − α keeps its first B − α slots (ties go to the lower gen_pos).
+  bool pin_prompt = false;
   // h2o_acc: heavy hitters + recent = budget. -1 = automatic: recent = B/2
   // (or B − heavy when only heavy is given), heavy = B − recent.
   int64_t h2o_heavy = -1;

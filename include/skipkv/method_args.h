@@ -85,6 +85,10 @@ void ForEachKvArg(KvPolicyConfig& kv, Visitor&& v) {
   v(kv.mix_lambda, ArgInfo{"mix_lambda", "--mix-lambda",
                            "rkv, skipkv (sigma): weight of importance vs redundancy, in [0, 1]", kTuning,
                            ArgScope::kMixLambda});
+  v(kv.pin_prompt, ArgInfo{"pin_prompt", "--pin-prompt",
+                           "rkv, skipkv: never evict the prompt's slots (a prompt longer than B - window keeps its "
+                           "first B - window)",
+                           kTuning, ArgScope::kMixLambda});
   v(kv.pool_kernel, ArgInfo{"pool_kernel", "--pool-kernel",
                             "Max-pool kernel over the importance scores (odd; 1 = off)", kTuning, ArgScope::kEvicts});
   v(kv.streaming_sinks, ArgInfo{"sinks", "--sinks", "streaming: first tokens always kept (attention sinks)", kTuning,

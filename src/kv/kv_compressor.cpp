@@ -62,6 +62,7 @@ Status KvCompressor::Reset(int64_t pad_len, std::unique_ptr<KvSequenceState> sta
   stats_.pad_len = pad_len;
   stats_.effective_budget = policy_->evicts() ? policy_->budget() - pad_len : 0;
   state_ = std::move(state);
+  pinned_prompt_.set_end(0);
   return Status::Ok();
 }
 
@@ -98,6 +99,7 @@ void KvCompressor::UpdateMemoryStats(const SequenceKvCache& cache, bool before_c
 void KvCompressor::AfterForward(SequenceKvCache& cache, int64_t l_before, int64_t l_after, ForwardKind kind,
                                 ThreadPool* pool) {
   UpdateMemoryStats(cache, /*before_compression=*/true);
+  if (kind == ForwardKind::kPrefillPartial || kind == ForwardKind::kPrefill) pinned_prompt_.set_end(l_after);
   if (Scheduled(l_before, l_after, kind)) CompressNow(cache, l_before, pool);
 }
 
@@ -161,7 +163,8 @@ KvCompressor::LayerResult KvCompressor::CompressLayer(SequenceKvCache& cache, in
     gen_pos[h] = cache.GenPos(layer, h);
     valid[h] = cache.Valid(layer, h);
   }
-  const SlotScoreAdjuster* adjusters[2] = {state_ ? state_->adjuster() : nullptr, extra_adjuster_};
+  const SlotScoreAdjuster* adjusters[3] = {state_ ? state_->adjuster() : nullptr, extra_adjuster_,
+                                           policy_->config().pin_prompt ? &pinned_prompt_ : nullptr};
 
   KvLayerInput in;
   in.layer = layer;

@@ -28,6 +28,7 @@
 
 #include "kv/kv_cache.h"
 #include "kv/kv_policy.h"
+#include "kv/score_adjust.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
 
@@ -128,6 +129,11 @@ class KvCompressor {
   void AfterForward(SequenceKvCache& cache, int64_t l_before, int64_t l_after, ForwardKind kind,
                     ThreadPool* pool = nullptr);
 
+  // pin_prompt: the prompt length AfterForward recorded (tests may set it
+  // before CompressNow).
+  void set_prompt_len(int64_t prompt_len) { pinned_prompt_.set_end(prompt_len); }
+  int64_t prompt_len() const { return pinned_prompt_.end(); }
+
   // Compresses every layer holding more than B slots now, unconditionally
   // (tests, tools). `l` is recorded in the trace. Returns the number of
   // layers compacted.
@@ -166,6 +172,9 @@ class KvCompressor {
   std::shared_ptr<KvTraceWriter> trace_;
   std::unique_ptr<KvSequenceState> state_;
   const SlotScoreAdjuster* extra_adjuster_ = nullptr;
+  // pin_prompt: end = the padded prompt length, recorded by the prefill
+  // forwards of AfterForward (0 until then, and after Reset).
+  PinnedPrefix pinned_prompt_;
   KvCompressionStats stats_;
   std::vector<Worker> workers_;
   std::vector<uint8_t> traced_layer_;  // per layer: 1 = write the trace (empty = all)

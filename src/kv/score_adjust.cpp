@@ -2,6 +2,7 @@
 #include "kv/score_adjust.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "util/check.h"
 
@@ -53,6 +54,12 @@ int64_t GenPosRangePenalty::CountPenalized(std::span<const int32_t> gen_pos) con
   }
   if (open) count_in(lo, hi);
   return count;
+}
+
+void PinnedPrefix::Adjust(int /*layer*/, int /*kv_head*/, std::span<const int32_t> gen_pos,
+                          std::span<float> score) const {
+  SKIPKV_CHECK(gen_pos.size() >= score.size());
+  for (size_t i = 0; i < score.size() && gen_pos[i] < end_; ++i) score[i] = std::numeric_limits<float>::infinity();
 }
 
 }  // namespace skipkv

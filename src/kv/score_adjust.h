@@ -50,4 +50,19 @@ class GenPosRangePenalty : public SlotScoreAdjuster {
   std::map<std::pair<int32_t, int32_t>, float> ranges_;
 };
 
+// PinnedPrefix (pin_prompt, issue 39): the candidates with gen_pos < end
+// score +inf, so they are kept before any other candidate (ties between
+// them go to the lower gen_pos). end = 0 pins nothing.
+class PinnedPrefix : public SlotScoreAdjuster {
+ public:
+  explicit PinnedPrefix(int64_t end = 0) : end_(end) {}
+  void set_end(int64_t end) { end_ = end; }
+  int64_t end() const { return end_; }
+  void Adjust(int layer, int kv_head, std::span<const int32_t> gen_pos,
+              std::span<float> score) const override;
+
+ private:
+  int64_t end_;
+};
+
 }  // namespace skipkv

@@ -86,6 +86,7 @@ std::vector<std::pair<std::string, std::string>> MethodFields(const MethodConfig
   // Parity switches (issue 38): listed only when set, so that the
   // provenance of the project's defaults stays as it was.
   if (kv.pad_mask_seen_tokens) f.push_back({"pad_mask_seen_tokens", "true"});
+  if (kv.pin_prompt) f.push_back({"pin_prompt", "true"});
   if (!valid || KvPolicyUsesSentences(kv)) {
     const SkipkvConfig& s = kv.skipkv;
     f.push_back({"skipkv.sim_threshold", Num(s.sim_threshold)});

@@ -53,6 +53,9 @@ constexpr const char* kAuthorsSkipkv[] = {
     "steer_gamma=0.02",                                                   // row 5
 };
 
+// The control for claim 1 (issue 39): R-KV that never evicts the prompt.
+constexpr const char* kRkvPinned[] = {"pin_prompt=true"};
+
 // scripts/run.sh at 4492840: every run_seal line (S_threshold, coef, layer).
 constexpr AuthorsRun kAuthorsRuns[] = {
     {"DeepSeek-R1-Distill-Qwen-7B", "math", 768, 0.96f, -1.25f, 20},
@@ -99,6 +102,7 @@ constexpr PresetDef kPresets[] = {
     {"h2o", "h2o", false, false, Steer::kNone},
     {"snapkv", "snapkv", false, false, Steer::kNone},
     {"rkv", "rkv", false, false, Steer::kNone},
+    {"rkv+pinned", "rkv", false, false, Steer::kNone, kRkvPinned},
     {"rkv+sentence", "skipkv", true, false, Steer::kNone},
     {"rkv+sentence+steering", "skipkv", true, false, Steer::kAdaptive},
     {"skipkv", "skipkv", true, true, Steer::kIfGiven},

@@ -126,4 +126,15 @@ TEST(EvalAuthorsPresetsTest, EverySwitchStandsAlone) {
 }
 
 }  // namespace
+TEST(EvalAuthorsPresetsTest, RkvPinnedPinsThePrompt) {
+  auto r = MakePreset("rkv+pinned", 512, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->method.kv.policy, "rkv");
+  EXPECT_TRUE(r->method.kv.pin_prompt);
+  EXPECT_EQ(nlohmann::json::parse(PresetJson(*r)).at("pin_prompt"), true);
+  auto plain = MakePreset("rkv", 512, {});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->method.kv.pin_prompt);
+}
+
 }  // namespace skipkv::eval

@@ -325,6 +325,51 @@ TEST(KvPolicy, PenaltyEvictsAPenalisedRangeFirst) {
       }
 }
 
+// Keeps per (layer, head) after prefilling `prompt` tokens (AfterForward
+// records the prompt length), feeding up to 32 and compressing at l = 32.
+std::vector<std::vector<int32_t>> KeptAfterPrompt(KvPolicyConfig cfg, int64_t prompt, uint64_t seed) {
+  auto comp = KvCompressor::Create(cfg, 0);
+  SKIPKV_CHECK(comp.ok());
+  SequenceKvCache cache(Shape(cfg), 32, 32);
+  FakeModel model(seed);
+  for (int p = 0; p < prompt; ++p) model.Feed(cache, p, true);
+  (*comp)->AfterForward(cache, 0, prompt, ForwardKind::kPrefill);  // prompt < B: no compression
+  EXPECT_EQ((*comp)->prompt_len(), prompt);
+  for (int p = static_cast<int>(prompt); p < 32; ++p) model.Feed(cache, p, true);
+  (*comp)->CompressNow(cache, 32);
+  std::vector<std::vector<int32_t>> kept;
+  for (int layer = 0; layer < kLayers; ++layer)
+    for (int h = 0; h < kKvHeads; ++h)
+      kept.emplace_back(cache.GenPos(layer, h), cache.GenPos(layer, h) + cache.size(layer));
+  EXPECT_TRUE((*comp)->Reset().ok());
+  EXPECT_EQ((*comp)->prompt_len(), 0) << "Reset forgets the prompt";
+  return kept;
+}
+
+TEST(KvPolicy, PinPromptNeverEvictsThePrompt) {
+  // issue 39, rkv+pinned. B = 24, window 4: 20 candidates of 28 are kept.
+  auto cfg = Config("rkv", 24, 4, 8);
+  cfg.pin_prompt = true;
+  // A 22-token prompt exceeds B − α = 20: by hand, the kept set is its
+  // first 20 positions (+inf ties go to the lower gen_pos) and the window.
+  std::vector<int32_t> expect;
+  for (int32_t g = 0; g < 20; ++g) expect.push_back(g);
+  for (int32_t g = 28; g < 32; ++g) expect.push_back(g);
+  for (const auto& k : KeptAfterPrompt(cfg, 22, 5)) EXPECT_EQ(k, expect);
+  // A 10-token prompt: all 10 kept, plus 10 scored candidates and the window.
+  bool plain_evicts_prompt = false;
+  const auto pinned = KeptAfterPrompt(cfg, 10, 5);
+  cfg.pin_prompt = false;
+  const auto plain = KeptAfterPrompt(cfg, 10, 5);
+  for (size_t i = 0; i < pinned.size(); ++i) {
+    ASSERT_EQ(pinned[i].size(), 24u);
+    for (int32_t g = 0; g < 10; ++g) EXPECT_EQ(pinned[i][g], g) << "prompt position " << g << " evicted";
+    for (int32_t g = 0; g < 4; ++g) EXPECT_EQ(pinned[i][20 + g], 28 + g);
+    plain_evicts_prompt |= plain[i].size() < 10 || plain[i][9] != 9;
+  }
+  EXPECT_TRUE(plain_evicts_prompt) << "the data must make plain R-KV evict some prompt slot";
+}
+
 TEST(KvPolicy, StatsAccountBytesExactly) {
   const auto cfg = Config("snapkv", 24, 4, 8);
   auto comp = KvCompressor::Create(cfg, 0);

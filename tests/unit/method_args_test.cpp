@@ -97,7 +97,7 @@ TEST(MethodArgsTest, EverySetFieldParsesBackThroughMakePreset) {
       {"pss_include_prompt", "true"}, {"max_sentences", "7"}, {"sentence_scoring", "false"},
       {"steer_layer", "3"},      {"steer_coef", "2.5"},       {"steer_alpha0", "1.5"},
       {"steer_gamma", "0.25"},   {"steer_alpha_max", "4"},
-      {"steer_authors_form", "true"}, {"range_min_slots", "2"},  {"pss_lambda_last", "true"}, {"pad_mask_seen_tokens", "true"},
+      {"steer_authors_form", "true"}, {"range_min_slots", "2"},  {"pss_lambda_last", "true"}, {"pad_mask_seen_tokens", "true"}, {"pin_prompt", "true"},
       {"sentence_delimiters", "\\n,?\\n\\n"}, {"nonexec_keywords", "Wait,again"},
   };
   SteeringConfig vector;
@@ -141,7 +141,7 @@ TEST(MethodArgsTest, ServeKvObjectTakesTheSetFields) {
       {"window", 16},          {"interval", 64},           {"mix_lambda", 0.5},       {"pool_kernel", 5},
       {"sinks", 2},            {"sim_threshold", 0.5},     {"min_sentence_tokens", 3}, {"pss_include_prompt", true},
       {"max_sentences", 7},    {"sentence_scoring", false},  {"range_min_slots", 2},     {"pss_lambda_last", true},
-      {"pad_mask_seen_tokens", true},
+      {"pad_mask_seen_tokens", true}, {"pin_prompt", true},
   };
   size_t checked = 0;
   for (const Declared& d : AllArgs()) {
