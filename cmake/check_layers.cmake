@@ -30,14 +30,17 @@ if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source tree> -P check_layers.cmake")
 endif()
 
-set(order util tensor io tokenizer kernels kv_storage model kv kv_policies steer engine eval serve apps)
+set(order util tensor io tokenizer kernels kv_storage model kv kv_policies sentence steer methods engine eval serve apps)
 # Apps may include layers above this one without the internal-tool marker.
 set(public_api_layer engine)
 set(internal_marker "// Internal tool:")
-# Public headers below engine: sequence_hooks.h declares the per-sequence
-# hook interface over kv and model types; steer implements it, engine calls it.
-# steering.h is SteeringConfig, which the steer layer's hooks read.
-set(public_layers "sequence_hooks.h=kv" "steering.h=steer")
+# Public headers below engine (self-contained, implemented by a lower layer):
+# status.h and types.h (Status, small enums) are util's, kv_config.h
+# (KvPolicyConfig) is kv's, steering.h (SteeringConfig) is steer's, and the
+# method configuration, its parameters and the preset registry are the
+# methods layer's.
+set(public_layers "status.h=util" "types.h=util" "kv_config.h=kv" "steering.h=steer" "method.h=methods"
+    "method_args.h=methods" "presets.h=methods")
 
 # Sets ${out} to the layer of a public header "skipkv/<name>".
 function(layer_of_public_header name out)

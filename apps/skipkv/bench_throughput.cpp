@@ -24,7 +24,7 @@
 #include "eval_cli.h"
 #include "engine_options.h"
 #include "eval/dataset.h"
-#include "eval/presets.h"
+#include "skipkv/presets.h"
 #include "eval/prompt.h"
 #include "eval/throughput.h"
 
@@ -77,9 +77,9 @@ int RunThroughput(const ThroughputOptions& o) {
   const std::vector<eval::Problem>& problems = loaded->problems;
   const int64_t max_length = o.max_length > 0 ? o.max_length : spec->max_gen;
 
-  std::vector<eval::MethodPreset> presets;
+  std::vector<MethodPreset> presets;
   for (const auto& m : SplitComma(o.methods)) {
-    auto p = eval::MakePreset(m, o.budget, o.overrides);
+    auto p = MakePreset(m, o.budget, o.overrides);
     if (!p.ok()) return Fail(p.status().message());
     presets.push_back(*p);
   }

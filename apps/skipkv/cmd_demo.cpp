@@ -26,7 +26,7 @@
 #include "command_registry.h"
 #include "engine_options.h"
 #include "eval/dataset.h"
-#include "eval/presets.h"
+#include "skipkv/presets.h"
 #include "eval/results.h"
 #include "eval/sweep.h"
 #include "eval_cli.h"
@@ -118,7 +118,7 @@ int RunDemo(const DemoOptions& o) {
   auto steering = DemoSteering(o);
   if (!steering.ok()) return Fail(steering.status().message());
   for (const auto& m : methods) {  // check names and overrides before loading anything
-    auto p = eval::MakePreset(m, 1024, m == "fullkv" ? std::vector<std::string>{} : overrides, *steering);
+    auto p = MakePreset(m, 1024, overrides, *steering);  // interval: skipped by methods that do not evict
     if (!p.ok()) return Fail(p.status().message());
   }
 
@@ -163,11 +163,11 @@ int RunDemo(const DemoOptions& o) {
   // 1. FullKV: its mean trace length sets the budgets. SEAL (FullKV with
   // steering) runs in the same sweep: it has no budget, and one sweep keeps
   // the results file's provenance (the vector's digest) the same throughout.
-  auto full = eval::MakePreset("fullkv", 0, {});
+  auto full = MakePreset("fullkv", 0, {});
   if (!full.ok()) return Fail(full.status().message());
   c.pairs = {*full};
   if (steering->enabled) {
-    auto seal = eval::MakePreset("seal", 0, {}, *steering);
+    auto seal = MakePreset("seal", 0, {}, *steering);
     if (!seal.ok()) return Fail(seal.status().message());
     c.pairs.push_back(*seal);
   }
@@ -186,7 +186,7 @@ int RunDemo(const DemoOptions& o) {
   c.pairs.clear();
   for (const auto& m : methods) {
     for (int64_t b : budgets) {
-      auto p = eval::MakePreset(m, b, overrides, *steering);
+      auto p = MakePreset(m, b, overrides, *steering);
       if (!p.ok()) return Fail(p.status().message());
       c.pairs.push_back(*p);
     }

@@ -24,7 +24,7 @@
 #include "eval/dataset.h"
 #include "eval/jsonl.h"
 #include "eval/math_equal.h"
-#include "eval/presets.h"
+#include "skipkv/presets.h"
 #include "eval/results.h"
 #include "eval/sweep.h"
 #include "eval_subcommands.h"
@@ -221,23 +221,23 @@ int RunSweepCommand(SweepOptions& o) {
   if (Status st = o.method_flags.FinishKv(); !st.ok()) return Fail(st.message());
   auto vector = o.method_flags.Vector();
   if (!vector.ok()) return Fail(vector.status().message());
-  const eval::PresetContext context{o.model, spec->name};  // the *-authors presets' τ table
+  const PresetContext context{o.model, spec->name};  // the *-authors presets' τ table
   for (const auto& m : SplitComma(o.methods)) {
-    auto probe = eval::MakePreset(m, budgets.empty() ? 1024 : budgets[0], o.overrides, *vector, context);
+    auto probe = MakePreset(m, budgets.empty() ? 1024 : budgets[0], o.overrides, *vector, context);
     if (!probe.ok()) return Fail(probe.status().message());
     if (probe->full()) {
       c.pairs.push_back(*probe);
       continue;
     }
     if (budgets.empty()) return Fail("--budgets is required for method '" + m + "'");
-    if ((probe->preset == "skipkv" || probe->preset == "skipkv-authors") && !vector->enabled && !o.quiet) {
+    if (probe->steers_if_given && !vector->enabled && !o.quiet) {
       std::fprintf(stderr,
                    "skipkv eval: note: method '%s' runs without steering (no --steer): SkipKV's sentence "
                    "scoring and grouping only\n",
                    probe->method.name.c_str());
     }
     for (int64_t b : budgets) {
-      auto p = eval::MakePreset(m, b, o.overrides, *vector, context);
+      auto p = MakePreset(m, b, o.overrides, *vector, context);
       if (!p.ok()) return Fail(p.status().message());
       c.pairs.push_back(*p);
     }
@@ -294,7 +294,7 @@ int RunSweepCommand(SweepOptions& o) {
 
 std::string PresetList() {
   std::string s;
-  for (const auto& p : eval::KnownPresets()) s += (s.empty() ? "" : ", ") + p;
+  for (const auto& p : KnownPresets()) s += (s.empty() ? "" : ", ") + p;
   return s;
 }
 

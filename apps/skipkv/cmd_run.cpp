@@ -246,7 +246,7 @@ int RunGenerate(RunOptions o) {
   if (!o.quiet) {
     std::fprintf(stderr, "model: %s (%s) | kv: %s", (*engine)->info().name.c_str(),
                  (*engine)->info().description.c_str(), eo.kv.policy.c_str());
-    if (KvPolicyEvicts(eo.kv)) {
+    if (TraitsOf(eo.kv).evicts) {
       std::fprintf(stderr, " budget %lld window %d interval %lld", static_cast<long long>(eo.kv.budget),
                    eo.kv.window, static_cast<long long>(eo.kv.interval));
     }

@@ -14,7 +14,7 @@
 
 #include "engine_options.h"
 #include "eval/fidelity.h"
-#include "eval/presets.h"
+#include "skipkv/presets.h"
 #include "eval/provenance.h"
 #include "eval_cli.h"
 #include "eval_subcommands.h"
@@ -54,7 +54,7 @@ int RunFidelityCommand(const FidelityOptions& o) {
   c.prompt_tokens = o.prompt_tokens;
   c.max_tokens = o.max_tokens;
   for (const auto& m : SplitComma(o.methods)) {
-    auto probe = eval::MakePreset(m, budgets.empty() ? 1024 : budgets[0], o.overrides);
+    auto probe = MakePreset(m, budgets.empty() ? 1024 : budgets[0], o.overrides);
     if (!probe.ok()) return Fail(probe.status().message());
     if (probe->full()) {
       c.pairs.push_back(*probe);
@@ -62,7 +62,7 @@ int RunFidelityCommand(const FidelityOptions& o) {
     }
     if (budgets.empty()) return Fail("--budgets is required for method '" + m + "'");
     for (int64_t b : budgets) {
-      auto p = eval::MakePreset(m, b, o.overrides);
+      auto p = MakePreset(m, b, o.overrides);
       if (!p.ok()) return Fail(p.status().message());
       c.pairs.push_back(*p);
     }
@@ -88,7 +88,7 @@ int RunFidelityCommand(const FidelityOptions& o) {
                  static_cast<long long>(r.peak_slots));
     std::printf("%s\n", r.ToJson().dump().c_str());
     nlohmann::json j = r.ToJson();
-    j["method_config"] = nlohmann::json::parse(eval::PresetJson(c.pairs[rows.size()]));
+    j["method_config"] = nlohmann::json::parse(PresetJson(c.pairs[rows.size()]));
     rows.push_back(std::move(j));
   }
   if (!o.output.empty()) {

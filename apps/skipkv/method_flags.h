@@ -81,7 +81,7 @@ class MethodFlags {
     if (method_opt_ != nullptr && method_opt_->count() > 0) {
       if (method_name_ != "seal") return InvalidArgument("--method '" + method_name_ + "' (known: seal)");
       if (!given) return InvalidArgument("--method seal needs --steer FILE");
-      if (m.kv.policy != "full") {
+      if (TraitsOf(m.kv).evicts) {
         return InvalidArgument("--method seal is FullKV + SEAL: drop --kv-policy " + m.kv.policy +
                                " (or use --kv-policy skipkv --steer FILE)");
       }
@@ -95,7 +95,7 @@ class MethodFlags {
     SKIPKV_RETURN_IF_ERROR(ConvertSteer());
     m.steer.enabled = true;
     const Flag* coef = FindSteer(ArgScope::kSteerFixed);
-    m.steer.adaptive = KvPolicyUsesSentences(m.kv) && (coef == nullptr || coef->opt->count() == 0);
+    m.steer.adaptive = TraitsOf(m.kv).uses_sentences && (coef == nullptr || coef->opt->count() == 0);
     if (!m.steer.adaptive) {
       for (const Flag& f : steer_) {
         if (f.info.scope == ArgScope::kSteerAdaptive && f.opt->count() > 0) {

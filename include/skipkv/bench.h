@@ -31,7 +31,9 @@
 #include <memory>
 #include <string>
 
-#include "skipkv/engine.h"  // KvDType, KvPolicyConfig, Status
+#include "skipkv/kv_config.h"  // KvPolicyConfig
+#include "skipkv/status.h"
+#include "skipkv/types.h"  // FileLoad, KvDType
 
 namespace skipkv {
 
@@ -85,9 +87,10 @@ class ForwardBench {
   // the thread pool the tests use: the upper bound a decode step's weight
   // reads are held against. One array of `array_bytes` (rounded up to 2 MiB,
   // huge pages advised as for the weights; the default is far beyond any
-  // cache), one contiguous chunk per thread, each read as one sequential
-  // stream and summed. GB/s = 1e9 bytes read / s, the median of
-  // `passes` timed passes after one untimed pass. Read-only: a STREAM triad
+  // cache), read in 4 MiB chunks shared out over the threads, each chunk one
+  // sequential stream of the target's widest vector loads (kernels::ReadSweep).
+  // GB/s = 1e9 bytes read / s, the best of `passes` timed passes after one
+  // untimed pass (as STREAM reports it: an upper bound). Read-only: a STREAM triad
   // (2 reads and a write-allocated store, counted as 3 arrays) understated
   // what a decode reads by up to a third on an Intel Xeon (issue 40).
   // array_bytes < 1 MiB or passes < 1 is an InvalidArgument.

@@ -1,7 +1,8 @@
 // The public API of skipkv: load a model, generate text for a set of requests
 // with a KV cache that stays inside a fixed budget, and measure perplexity.
 // Applications (the `skipkv` CLI, the server, evaluation drivers) include only
-// this header.
+// include/skipkv/, which is self-contained: its headers include each other
+// and the standard library, nothing of src/ (a test compiles each alone).
 //
 // Error strategy: every function that can fail on user input returns a Status
 // (or StatusOr) whose message names the offending value and what was
@@ -21,12 +22,11 @@
 #include <string>
 #include <vector>
 
-#include "kv/kv_policy.h"  // KvPolicyConfig, PadPolicy, KnownKvPolicyNames (re-exported)
+#include "skipkv/kv_config.h"  // KvPolicyConfig, KnownKvPolicyNames
 #include "skipkv/method.h"
 #include "skipkv/sampling.h"
-#include "skipkv/sequence_hooks.h"
-#include "util/mapped_file.h"  // FileLoad (re-exported)
-#include "util/status.h"
+#include "skipkv/status.h"
+#include "skipkv/types.h"  // FileLoad, KvDType, PadPolicy
 
 namespace skipkv {
 
@@ -39,7 +39,7 @@ struct EngineOptions {
   // llama2.c checkpoints only: tokenizer.bin (empty = look beside the model).
   std::string tokenizer_path;
   int threads = 0;                 // worker threads; 0 = all hardware threads (range: ResolveThreadCount)
-  // How the weight files reach memory (util/mapped_file.h): kAuto reads them
+  // How the weight files reach memory (skipkv/types.h): kAuto reads them
   // into anonymous memory with huge pages advised when they fit in 3/4 of
   // MemAvailable (decode is faster and steadier: fewer TLB misses), else maps
   // them; kMap always maps (no copy, page cache shared between processes).
@@ -286,10 +286,6 @@ class Engine {
                                                    const FinishedCallback& on_finished = nullptr,
                                                    const LogitsCallback& on_logits = nullptr);
 
-  // Installs the per-request hooks factory used by later Generate calls
-  // (nullptr removes it). See skipkv/sequence_hooks.h.
-  void SetSequenceHooks(SequenceHooksFactory factory);
-
   // Prompt text -> ids as Generate would build them (chat: one user turn in
   // the chat template, which brings its own BOS; add_bos is then ignored).
   StatusOr<std::vector<int32_t>> Tokenize(const std::string& text, bool add_bos = true, bool chat = false) const;
@@ -307,6 +303,7 @@ class Engine {
 
  private:
   friend class ServingEngine;  // runs its generation loop on impl_ (skipkv/server_engine.h)
+  friend struct EngineInternals;  // src/engine/engine_internals.h: per-request hooks for internal tools and tests
   explicit Engine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

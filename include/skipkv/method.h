@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "kv/kv_policy.h"  // KvPolicyConfig, SkipkvConfig
+#include "skipkv/kv_config.h"  // KvPolicyConfig, SkipkvConfig
 #include "skipkv/steering.h"
-#include "util/status.h"
+#include "skipkv/status.h"
 
 namespace skipkv {
 
@@ -30,6 +30,19 @@ struct MethodConfig {
 
 // The label: name, or kv.policy when the name is empty.
 std::string MethodLabel(const MethodConfig& method);
+
+// What a method does, as its registered policy and its steering declare it
+// (callers ask this instead of comparing policy names).
+struct MethodTraits {
+  bool evicts = false;             // the policy evicts: budget, window and interval apply (false: full)
+  bool uses_sentences = false;     // the policy tracks sentences (skipkv): the sentence fields apply
+  bool steers = false;             // steering is enabled
+  bool adaptive_steering = false;  // SkipKV's adaptive strength (α0 + γ·N_o), not SEAL's fixed one
+};
+// The traits of the policy's name (its other fields do not matter; an
+// unknown name has none) and, for a method, of its steering.
+MethodTraits TraitsOf(const KvPolicyConfig& kv);
+MethodTraits TraitsOf(const MethodConfig& method);
 
 // Checks the method (ValidateKvPolicyConfig, which covers the skipkv fields).
 Status ValidateMethod(const MethodConfig& method);

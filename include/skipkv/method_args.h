@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "skipkv/method.h"  // MethodConfig, KvPolicyConfig, SteeringConfig
-#include "util/status.h"
+#include "skipkv/status.h"
 
 namespace skipkv {
 

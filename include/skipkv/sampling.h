@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "util/status.h"
+#include "skipkv/status.h"
 
 namespace skipkv {
 

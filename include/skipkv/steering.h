@@ -17,7 +17,7 @@
 #include <limits>
 #include <string>
 
-#include "util/status.h"
+#include "skipkv/status.h"
 
 namespace skipkv {
 

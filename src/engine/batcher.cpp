@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "engine/composite_hooks.h"
+#include "methods/composite_hooks.h"
 #include "util/check.h"
 
 namespace skipkv::engine {
@@ -79,7 +79,7 @@ Status Batcher::Start(Sequence& s) {
   }
   s.cache = std::make_unique<SequenceKvCache>(e_.CacheShape(policy), initial, max_cap);
   s.compressor = std::make_unique<KvCompressor>(s.method->policy(), static_cast<int64_t>(s.index), trace_);
-  Method::SequenceParts parts = s.method->NewSequence();
+  methods::Method::SequenceParts parts = s.method->NewSequence();
   SKIPKV_RETURN_IF_ERROR(s.compressor->Reset(s.pad_len, std::move(parts.state)));
   s.result.method = s.method->config();
   s.sampler.emplace(r.sampling);
@@ -105,7 +105,7 @@ Status Batcher::Start(Sequence& s) {
     std::vector<std::unique_ptr<SequenceHooks>> hooks;
     hooks.push_back(std::move(parts.hooks));
     if (e_.hooks_factory) hooks.push_back(e_.hooks_factory(s.index, r));
-    s.hooks = CompositeSequenceHooks::Combine(std::move(hooks));
+    s.hooks = methods::CompositeSequenceHooks::Combine(std::move(hooks));
     if (s.hooks) {
       SequenceStart start;
       start.index = s.index;

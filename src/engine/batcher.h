@@ -50,7 +50,7 @@ struct Sequence {
   int64_t l = 0;                         // tokens processed (pads included)
   int32_t next = -1;                     // sampled token waiting to be fed (kDecode)
   std::vector<int32_t> history;          // prompt + generated ids (repetition penalty window)
-  std::shared_ptr<const Method> method;  // what this request runs
+  std::shared_ptr<const methods::Method> method;  // what this request runs
   Clock::time_point t0;                  // when it was added (queue time starts here)
 
   std::unique_ptr<SequenceKvCache> cache;

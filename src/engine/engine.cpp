@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "engine/engine_impl.h"
+#include "engine/engine_internals.h"
 #include "io/embedded/embedded_model.h"
 #include "model/model_config.h"
 #include "tokenizer/chat_template.h"
@@ -88,7 +89,7 @@ StatusOr<std::unique_ptr<Engine::Impl>> Engine::Impl::Create(const EngineOptions
   } else {
     SKIPKV_ASSIGN_OR_RETURN(impl->chat_template, ParseChatTemplateKind(options.chat_template));
   }
-  impl->methods = std::make_unique<engine::MethodTable>(impl->tokenizer.get(), options.kv, cfg.n_layers,
+  impl->methods = std::make_unique<methods::MethodTable>(impl->tokenizer.get(), options.kv, cfg.n_layers,
                                                         cfg.d_model, options.observe_sentences);
   SKIPKV_ASSIGN_OR_RETURN(impl->default_method,
                           impl->methods->Resolve(MethodConfig{"", options.kv, options.steer}));
@@ -194,7 +195,8 @@ Status Engine::Impl::ValidateWithPrompt(const Request& r, const std::vector<int3
   // The first generated token is fed at position len(prompt), which must exist.
   if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
     return OutOfRange("prompt of " + std::to_string(prompt.size()) + " tokens does not fit the context of " +
-                      std::to_string(n_ctx) + " positions (it must leave room for generated tokens)");
+                      std::to_string(n_ctx) + " positions (it must leave room for generated tokens)")
+        .WithField("prompt");
   }
   return Status::Ok();
 }
@@ -224,7 +226,9 @@ StatusOr<std::vector<GenerationResult>> Engine::Generate(std::span<const Request
   return impl_->Generate(requests, on_token, on_finished, on_logits);
 }
 
-void Engine::SetSequenceHooks(SequenceHooksFactory factory) { impl_->hooks_factory = std::move(factory); }
+void EngineInternals::SetSequenceHooks(Engine& engine, SequenceHooksFactory factory) {
+  engine.impl_->hooks_factory = std::move(factory);
+}
 
 StatusOr<std::vector<int32_t>> Engine::Tokenize(const std::string& text, bool add_bos, bool chat) const {
   return impl_->Tokenize(text, add_bos, chat);

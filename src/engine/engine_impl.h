@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/methods.h"
+#include "methods/method_table.h"
 #include "io/model_source.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_policy.h"
@@ -57,8 +57,8 @@ class Engine::Impl {
   // may leave a preempted worker reading the weights after it returns.
   std::unique_ptr<ThreadPool> pool;
   // Methods per distinct configuration; default_method = options.kv's.
-  std::unique_ptr<engine::MethodTable> methods;
-  std::shared_ptr<const engine::Method> default_method;
+  std::unique_ptr<methods::MethodTable> methods;
+  std::shared_ptr<const methods::Method> default_method;
   int64_t n_ctx = 0;  // positions a sequence may use
   ChatTemplateKind chat_template = ChatTemplateKind::kRaw;
   SequenceHooksFactory hooks_factory;

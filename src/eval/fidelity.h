@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/presets.h"
+#include "skipkv/presets.h"
 #include "skipkv/engine.h"
 #include "util/status.h"
 

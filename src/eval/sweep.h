@@ -21,7 +21,7 @@
 
 #include "eval/code_grader.h"
 #include "eval/dataset.h"
-#include "eval/presets.h"
+#include "skipkv/presets.h"
 #include "eval/prompt.h"
 #include "eval/results.h"
 #include "skipkv/engine.h"

@@ -1,5 +1,5 @@
 // SIMD elementwise kernels (RmsNorm, Rope, Softmax, SiluMul, Add,
-// ConvertF16ToF32), compiled
+// ConvertF16ToF32, ReadSweep), compiled
 // per Highway target. Whole vectors go through Highway; the n % lanes tail
 // uses the same formula in scalar code. Rope takes its angles from
 // rope_freq.h (shared with the reference), so only the rotation is SIMD.
@@ -205,6 +205,26 @@ void ConvertF16ToF32T(const uint16_t* src, float* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = F16ToF32(src[i]);
 }
 
+uint64_t ReadSweepT(const uint64_t* words, int64_t n) {
+  const hn::ScalableTag<uint64_t> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    a0 = hn::Xor(a0, hn::LoadU(d, words + i));
+    a1 = hn::Xor(a1, hn::LoadU(d, words + i + N));
+    a2 = hn::Xor(a2, hn::LoadU(d, words + i + 2 * N));
+    a3 = hn::Xor(a3, hn::LoadU(d, words + i + 3 * N));
+  }
+  for (; i + N <= n; i += N) a0 = hn::Xor(a0, hn::LoadU(d, words + i));
+  HWY_ALIGN uint64_t lanes[HWY_MAX_BYTES / sizeof(uint64_t)];
+  hn::Store(hn::Xor(hn::Xor(a0, a1), hn::Xor(a2, a3)), d, lanes);
+  uint64_t x = 0;
+  for (int64_t k = 0; k < N; ++k) x ^= lanes[k];
+  for (; i < n; ++i) x ^= words[i];
+  return x;
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace skipkv::kernels::internal
 HWY_AFTER_NAMESPACE();
@@ -217,6 +237,7 @@ HWY_EXPORT(SoftmaxT);
 HWY_EXPORT(SiluMulT);
 HWY_EXPORT(AddT);
 HWY_EXPORT(ConvertF16ToF32T);
+HWY_EXPORT(ReadSweepT);
 
 void RmsNormSimd(const float* x, const float* weight, int64_t n, float eps, float* out) {
   HWY_DYNAMIC_DISPATCH(RmsNormT)(x, weight, n, eps, out);
@@ -232,5 +253,6 @@ void AddSimd(float* y, const float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(AddT)(y
 void ConvertF16ToF32Simd(const uint16_t* src, float* dst, int64_t n) {
   HWY_DYNAMIC_DISPATCH(ConvertF16ToF32T)(src, dst, n);
 }
+uint64_t ReadSweepSimd(const uint64_t* words, int64_t n) { return HWY_DYNAMIC_DISPATCH(ReadSweepT)(words, n); }
 }  // namespace skipkv::kernels::internal
 #endif

@@ -77,6 +77,13 @@ void Add(float* y, const float* x, int64_t n);
 // (a NaN stays a NaN; its payload may be quieted).
 void ConvertF16ToF32(const uint16_t* src, float* dst, int64_t n);
 
+// The XOR of words[0..n): a pass that reads every byte once with the widest
+// loads the target has (four independent accumulators, so loads stay in
+// flight) and does nothing else. The memory-bandwidth figure of
+// `skipkv bench` (ForwardBench::ReadBandwidthGBs) times it; the result only
+// keeps the reads observable. Exact on every target.
+uint64_t ReadSweep(const uint64_t* words, int64_t n);
+
 // ---- Attention --------------------------------------------------------------
 // One sequence's queries against one layer of its KV cache. Per KV head h the
 // cache holds n_slots rows of K and V (contiguous, head_dim elements each, f16
@@ -140,6 +147,7 @@ void Softmax(float* x, int64_t n);
 void SiluMul(const float* gate, const float* up, float* out, int64_t n);
 void Add(float* y, const float* x, int64_t n);
 void ConvertF16ToF32(const uint16_t* src, float* dst, int64_t n);
+uint64_t ReadSweep(const uint64_t* words, int64_t n);
 void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks);
 }  // namespace ref
 

@@ -85,6 +85,12 @@ void Add(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+uint64_t ReadSweep(const uint64_t* words, int64_t n) {
+  uint64_t x = 0;
+  for (int64_t i = 0; i < n; ++i) x ^= words[i];
+  return x;
+}
+
 void ConvertF16ToF32(const uint16_t* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = F16ToF32(src[i]);
 }

@@ -275,6 +275,7 @@ void SoftmaxSimd(float* x, int64_t n);
 void SiluMulSimd(const float* gate, const float* up, float* out, int64_t n);
 void AddSimd(float* y, const float* x, int64_t n);
 void ConvertF16ToF32Simd(const uint16_t* src, float* dst, int64_t n);
+uint64_t ReadSweepSimd(const uint64_t* words, int64_t n);
 const char* TargetNameSimd();
 // True when the dynamic dispatch runs the AVX3_DL target (matmul.cpp).
 bool DispatchIsAvx3Dl();

@@ -20,13 +20,12 @@
 #include <span>
 #include <vector>
 
+#include "skipkv/types.h"  // KvDType
 #include "util/aligned_buffer.h"
 #include "util/fp16.h"
 #include "util/status.h"
 
 namespace skipkv {
-
-enum class KvDType { kF16, kF32 };
 
 struct KvCacheShape {
   int n_layers = 0;

@@ -27,6 +27,11 @@ std::string ToStr(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
+bool KvPolicyReadsFields(const std::string& policy, unsigned bits) {
+  const KvPolicyRegistration* e = FindPolicy(policy);
+  return e != nullptr && (e->reads & bits) == bits;
+}
+
 std::vector<std::string> KnownKvPolicyNames() {
   std::vector<std::string> names;
   for (const auto& e : KvPolicyRegistry()) names.emplace_back(e.name);
@@ -36,28 +41,28 @@ std::vector<std::string> KnownKvPolicyNames() {
 Status ValidateEvictionConfig(const KvPolicyConfig& config) {
   const std::string p = "kv policy '" + config.policy + "': ";
   if (config.window < 1) {
-    return InvalidArgument(p + "window (" + ToStr(config.window) + ") must be at least 1");
+    return InvalidField("window", p + "window (" + ToStr(config.window) + ") must be at least 1");
   }
   // No slot count or interval may exceed the largest context a model may have.
   for (const auto& [name, v] : {std::pair<const char*, int64_t>{"budget", config.budget},
                                 {"window", config.window}, {"interval", config.interval}}) {
     if (v > model_limits::kMaxContext) {
-      return InvalidArgument(p + name + " (" + ToStr(v) + ") exceeds " + ToStr(model_limits::kMaxContext) +
+      return InvalidField(name, p + name + " (" + ToStr(v) + ") exceeds " + ToStr(model_limits::kMaxContext) +
                              ", the largest context length");
     }
   }
   if (config.budget <= config.window) {
-    return InvalidArgument(p + "budget (" + ToStr(config.budget) + ") must be larger than the window (" +
+    return InvalidField("budget", p + "budget (" + ToStr(config.budget) + ") must be larger than the window (" +
                            ToStr(config.window) + "): the budget counts the window's slots");
   }
   if (config.interval < 1) {
-    return InvalidArgument(p + "interval (" + ToStr(config.interval) + ") must be a positive number of tokens");
+    return InvalidField("interval", p + "interval (" + ToStr(config.interval) + ") must be a positive number of tokens");
   }
   if (!(config.mix_lambda >= 0.f && config.mix_lambda <= 1.f)) {
-    return InvalidArgument(p + "mix_lambda (" + std::to_string(config.mix_lambda) + ") must be in [0, 1]");
+    return InvalidField("mix_lambda", p + "mix_lambda (" + std::to_string(config.mix_lambda) + ") must be in [0, 1]");
   }
   if (config.pool_kernel < 1 || config.pool_kernel % 2 == 0) {
-    return InvalidArgument(p + "pool_kernel (" + ToStr(config.pool_kernel) + ") must be a positive odd number");
+    return InvalidField("pool_kernel", p + "pool_kernel (" + ToStr(config.pool_kernel) + ") must be a positive odd number");
   }
   return Status::Ok();
 }
@@ -65,11 +70,11 @@ Status ValidateEvictionConfig(const KvPolicyConfig& config) {
 StatusOr<std::shared_ptr<const KvPolicy>> CreateKvPolicy(const KvPolicyConfig& config) {
   const KvPolicyRegistration* entry = FindPolicy(config.policy);
   if (!entry) {
-    return InvalidArgument("unknown KV policy '" + config.policy + "' (known: " + KnownList() + ")");
+    return InvalidField("policy", "unknown KV policy '" + config.policy + "' (known: " + KnownList() + ")");
   }
   for (int layer : config.trace_layers) {
     if (layer < 0) {
-      return InvalidArgument("kv policy '" + config.policy + "': trace layer " + ToStr(layer) + " is negative");
+      return InvalidField("trace_layers", "kv policy '" + config.policy + "': trace layer " + ToStr(layer) + " is negative");
     }
   }
   SKIPKV_ASSIGN_OR_RETURN(std::unique_ptr<KvPolicy> policy, entry->make(config));

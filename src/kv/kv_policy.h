@@ -20,53 +20,10 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
-#include "kv/skipkv_config.h"
+#include "skipkv/kv_config.h"  // KvPolicyConfig, PadPolicy, KnownKvPolicyNames, ValidateKvPolicyConfig
 #include "util/status.h"
 
 namespace skipkv {
-
-// How padding slots of a left-padded batch are treated (spec §6.12 A10).
-enum class PadPolicy {
-  kRagged,  // no pad slots exist (every sequence has its own cache length)
-  kPadded,  // paper-faithful: pad slots (valid == false) occupy the budget,
-            // are masked in scoring and never evicted, so a row keeps
-            // B − Δpad real tokens (SkipKV Eq. 12)
-};
-
-struct KvPolicyConfig {
-  // One of KnownKvPolicyNames(): full, streaming, h2o (= h2o_rkv), h2o_rkv,
-  // h2o_acc, snapkv, rkv, skipkv.
-  std::string policy = "full";
-  int64_t budget = 1024;    // B: slots kept per (layer, KV head) after a compression, window included
-  int window = 8;           // α: observation window (queries) and recent slots always kept
-  int64_t interval = 128;   // Δt: compress in the forward that starts at l0 with l0 % Δt == 0, l0 > 0
-  float mix_lambda = 0.1f;  // rkv, skipkv (σ): score = λ·importance − (1−λ)·redundancy, λ in [0, 1]
-  int pool_kernel = 7;      // max-pool kernel over importance (odd, stride 1, pad kernel/2, −inf padding)
-  PadPolicy pad_policy = PadPolicy::kRagged;
-  // Padded mode only (issue 38 row 11): false = the slots' own valid flags
-  // (pads masked and kept for the whole run); true = the SkipKV authors' code,
-  // whose pad mask is the last N entries of the row's padding mask over all
-  // tokens seen (transformers' flash-attention mask), see AuthorsPadMask.
-  bool pad_mask_seen_tokens = false;
-  // h2o_acc: heavy hitters + recent = budget. -1 = automatic: recent = B/2
-  // (or B − heavy when only heavy is given), heavy = B − recent.
-  int64_t h2o_heavy = -1;
-  int64_t h2o_recent = -1;
-  int streaming_sinks = 4;  // streaming: first tokens always kept (StreamingLLM attention sinks)
-  SkipkvConfig skipkv;      // skipkv: sentence segmentation, PSS threshold τ, ablation switch (spec §6.11)
-  // Eviction trace (JSONL, one line per (compression, layer)); empty = off.
-  std::string trace_path;
-  std::vector<int> trace_layers;  // layers to trace; empty = all
-};
-
-// All registered policy names, in the registry's order (aliases included).
-std::vector<std::string> KnownKvPolicyNames();
-
-// Checks the configuration before any work starts: the name is registered,
-// then the policy's own factory validates the fields it uses. Errors name the
-// field, its value and the constraint, e.g. "kv policy 'rkv': budget (8) must
-// be larger than the window (8)" or "unknown KV policy 'foo' (known: full, ...)".
-Status ValidateKvPolicyConfig(const KvPolicyConfig& config);
 
 // The checks every evicting policy's factory runs first: window ≥ 1,
 // budget > window, interval ≥ 1, mix_lambda in [0, 1], pool_kernel odd.
@@ -228,10 +185,24 @@ StatusOr<std::shared_ptr<const KvPolicy>> CreateKvPolicy(const KvPolicyConfig& c
 // with a registered name and non-negative trace layers.
 using KvPolicyFactory = StatusOr<std::unique_ptr<KvPolicy>> (*)(const KvPolicyConfig& config);
 
+// The optional fields of KvPolicyConfig that only some policies read (the
+// others ignore them), declared with each policy in the registry so that no
+// caller decides by the policy's name.
+enum KvPolicyReads : unsigned {
+  kReadsMixLambda = 1u << 0,  // mix_lambda: rkv, skipkv
+  kReadsSinks = 1u << 1,      // streaming_sinks: streaming
+  kReadsH2oSplit = 1u << 2,   // h2o_heavy, h2o_recent: h2o_acc
+};
+
 struct KvPolicyRegistration {
   const char* name;  // the value of KvPolicyConfig::policy
   KvPolicyFactory make;
+  unsigned reads = 0;  // KvPolicyReads bits
 };
+
+// Whether the registered policy `policy` reads all of the fields in `bits`
+// (KvPolicyReads); false for an unknown name.
+bool KvPolicyReadsFields(const std::string& policy, unsigned bits);
 
 // The built-in policies, in a fixed order; defined next to them in
 // kv/policies/registry.cpp (one line per name, aliases included).

@@ -1,5 +1,5 @@
-// SkipkvConfig defaults and validation (see skipkv_config.h).
-#include "kv/skipkv_config.h"
+// SkipkvConfig defaults and validation (see include/skipkv/kv_config.h).
+#include "skipkv/kv_config.h"
 
 #include <cmath>
 
@@ -35,38 +35,38 @@ std::string Escaped(const std::string& s) {
 Status ValidateSkipkvConfig(const SkipkvConfig& config) {
   const std::string p = "skipkv: ";
   if (config.range_min_slots < 1) {
-    return InvalidArgument(p + "range_min_slots (" + std::to_string(config.range_min_slots) +
+    return InvalidField("range_min_slots", p + "range_min_slots (" + std::to_string(config.range_min_slots) +
                            ") must be at least 1");
   }
   if (!(config.sim_threshold > 0.f && config.sim_threshold <= 1.f)) {
-    return InvalidArgument(p + "sim_threshold (" + std::to_string(config.sim_threshold) +
+    return InvalidField("sim_threshold", p + "sim_threshold (" + std::to_string(config.sim_threshold) +
                            ") must be in (0, 1]");
   }
   if (config.min_sentence_tokens < 1) {
-    return InvalidArgument(p + "min_sentence_tokens (" + std::to_string(config.min_sentence_tokens) +
+    return InvalidField("min_sentence_tokens", p + "min_sentence_tokens (" + std::to_string(config.min_sentence_tokens) +
                            ") must be at least 1");
   }
   if (config.max_sentences < 1) {
-    return InvalidArgument(
-        p + "max_sentences (" + std::to_string(config.max_sentences) +
+    return InvalidField(
+        "max_sentences", p + "max_sentences (" + std::to_string(config.max_sentences) +
         ") must be at least 1: a new sentence is compared with the last max_sentences ones");
   }
   if (config.delimiters.empty()) {
-    return InvalidArgument(p + "delimiters is empty: at least one sentence delimiter is needed");
+    return InvalidField("sentence_delimiters", p + "delimiters is empty: at least one sentence delimiter is needed");
   }
   for (size_t i = 0; i < config.delimiters.size(); ++i) {
     if (config.delimiters[i].empty()) {
-      return InvalidArgument(p + "delimiters[" + std::to_string(i) + "] is an empty string");
+      return InvalidField("sentence_delimiters", p + "delimiters[" + std::to_string(i) + "] is an empty string");
     }
     for (size_t j = 0; j < i; ++j) {
       if (config.delimiters[j] == config.delimiters[i]) {
-        return InvalidArgument(p + "delimiter \"" + Escaped(config.delimiters[i]) + "\" is listed twice");
+        return InvalidField("sentence_delimiters", p + "delimiter \"" + Escaped(config.delimiters[i]) + "\" is listed twice");
       }
     }
   }
   for (size_t i = 0; i < config.nonexec_keywords.size(); ++i) {
     if (config.nonexec_keywords[i].empty()) {
-      return InvalidArgument(p + "nonexec_keywords[" + std::to_string(i) + "] is an empty string");
+      return InvalidField("nonexec_keywords", p + "nonexec_keywords[" + std::to_string(i) + "] is an empty string");
     }
   }
   return Status::Ok();

@@ -13,13 +13,6 @@ ApiError Bad(std::string param, std::string message) {
   return e;
 }
 
-// MakePreset's messages speak of the CLI's --set; here the field is kv.FIELD.
-std::string WithoutSetPrefix(std::string m) {
-  for (const std::string prefix : {"--set ", "--set: "}) {
-    if (m.rfind(prefix, 0) == 0) return m.substr(prefix.size());
-  }
-  return m;
-}
 
 }  // namespace
 
@@ -89,31 +82,23 @@ ConvertOutcome ToEngineRequest(const ParsedRequest& p, const ConvertLimits& limi
         vec_name = it->first;
       }
     }
-    StatusOr<eval::MethodPreset> preset =
-        eval::MakePreset(kv.preset, kv.budget, overrides, vec ? vec->config : SteeringConfig{});
+    StatusOr<MethodPreset> preset =
+        MakePreset(kv.preset, kv.budget, overrides, vec ? vec->config : SteeringConfig{});
     if (!preset.ok()) {
-      std::string param = "kv";
-      const std::string m = preset.status().message();  // a copy: status() returns by value
-      if (vec == nullptr && m.find("steers: give a steering vector") != std::string::npos) {
+      // The registry's errors name the field at fault (Status::field): a
+      // method parameter's key, which is also its name in "kv", or "method".
+      const Status st = preset.status();
+      if (vec == nullptr && st.field() == "steer_file") {
         out.error = Bad("kv.policy", "kv.policy '" + kv.preset +
                                          "' steers, and this server was started without a steering vector "
                                          "(serve --steer FILE)");
         return out;
       }
-      if (m.find("unknown method") != std::string::npos) {
-        param = "kv.policy";
-      } else if (m.find("budget") != std::string::npos) {
-        param = "kv.budget";
-      } else {
-        for (const std::string& o : kv.overrides) {
-          const std::string field = o.substr(0, o.find('='));
-          if (m.find(field) != std::string::npos) param = "kv." + field;
-        }
-      }
-      out.error = Bad(param, "kv: " + WithoutSetPrefix(m));
+      const std::string param = st.field() == "method" ? "kv.policy" : st.field().empty() ? "kv" : "kv." + st.field();
+      out.error = Bad(param, "kv: " + st.message());
       return out;
     }
-    if (preset->method.kv.policy == "full" && kv.budget > 0) {
+    if (!TraitsOf(preset->method).evicts && kv.budget > 0) {
       out.error = Bad("kv.budget", "kv: the fullkv method keeps every slot and takes no budget");
       return out;
     }
@@ -149,8 +134,7 @@ ApiError ErrorFromStatus(const Status& st) {
     case StatusCode::kInvalidArgument:
       break;
     case StatusCode::kOutOfRange:
-      if (st.message().find("does not fit the context") != std::string::npos)
-        e.code = "context_length_exceeded";
+      if (st.field() == "prompt") e.code = "context_length_exceeded";
       break;
     default:
       e.http_status = 500;

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "eval/presets.h"
+#include "skipkv/presets.h"
 #include "serve/api_request.h"
 #include "serve/steer_vectors.h"
 #include "skipkv/engine.h"
@@ -23,7 +23,7 @@ struct ConvertLimits {
 
 struct ConvertOutcome {
   std::optional<Request> request;
-  std::optional<eval::MethodPreset> preset;  // set when the request carried "kv"
+  std::optional<MethodPreset> preset;  // set when the request carried "kv"
   std::string steer_vector;                  // the vector's name when the method steers
   ApiError error;
   bool ok() const { return request.has_value(); }

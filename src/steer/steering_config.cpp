@@ -13,15 +13,15 @@ const char* SteerCadenceName(SteerCadence c) {
 StatusOr<SteerCadence> ParseSteerCadence(const std::string& name) {
   if (name == "compression") return SteerCadence::kCompression;
   if (name == "sentence") return SteerCadence::kSentenceClose;
-  return InvalidArgument("steering cadence '" + name + "' (known: compression, sentence)");
+  return InvalidField("steer_cadence", "steering cadence '" + name + "' (known: compression, sentence)");
 }
 
 Status ValidateSteeringConfig(const SteeringConfig& c) {
   if (!c.enabled) return Status::Ok();
   auto bad = [](const std::string& field, double v, const std::string& why) {
-    return InvalidArgument("steering: " + field + " (" + std::to_string(v) + ") " + why);
+    return InvalidField("steer_" + field, "steering: " + field + " (" + std::to_string(v) + ") " + why);
   };
-  if (c.file.empty()) return InvalidArgument("steering: no vector file given (--steer FILE)");
+  if (c.file.empty()) return InvalidField("steer_file", "steering: no vector file given (--steer FILE)");
   if (c.layer < 0) return bad("layer", c.layer, "must be >= 0");
   if (!std::isfinite(c.coef)) return bad("coef", c.coef, "must be finite");
   if (!std::isfinite(c.alpha0)) return bad("alpha0", c.alpha0, "must be finite");

@@ -31,9 +31,9 @@
 #include <utility>
 #include <vector>
 
-#include "skipkv/sequence_hooks.h"
+#include "kv/sequence_hooks.h"
 #include "skipkv/steering.h"
-#include "steer/token_sets.h"
+#include "sentence/token_sets.h"
 
 namespace skipkv {
 

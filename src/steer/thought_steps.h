@@ -18,9 +18,9 @@
 #include <string_view>
 #include <vector>
 
-#include "skipkv/sequence_hooks.h"
+#include "kv/sequence_hooks.h"
 #include "steer/steering_vector.h"
-#include "steer/token_sets.h"
+#include "sentence/token_sets.h"
 #include "util/status.h"
 
 namespace skipkv {

@@ -18,17 +18,11 @@
 #include <memory>
 #include <string>
 
+#include "skipkv/types.h"  // FileLoad, ParseFileLoad
 #include "util/status.h"
 
 namespace skipkv {
 
-enum class FileLoad {
-  kMap,   // mmap: no copy, pages shared with the page cache and other processes
-  kRead,  // read() into anonymous memory, huge pages advised; costs the file's size in RAM
-  kAuto,  // kRead when the file fits in 3/4 of MemAvailable, else kMap
-};
-// "map" / "mmap", "read", "auto"; anything else is an InvalidArgument naming it.
-StatusOr<FileLoad> ParseFileLoad(const std::string& name);
 // kAuto's rule: kRead when size <= 3/4 of mem_available_bytes, else kMap
 // (mem_available_bytes < 0: unknown, then kMap). Other loads are returned as is.
 FileLoad ResolveFileLoad(FileLoad load, uint64_t size, int64_t mem_available_bytes);

@@ -24,7 +24,16 @@ std::string Status::ToString() const {
 
 Status Status::WithContext(const std::string& context) const {
   if (ok()) return *this;
-  return Status(code_, context + ": " + message_);
+  Status s(code_, context + ": " + message_);
+  s.field_ = field_;
+  return s;
+}
+
+Status Status::WithField(std::string field) const {
+  if (ok()) return *this;
+  Status s = *this;
+  s.field_ = std::move(field);
+  return s;
 }
 
 }  // namespace skipkv

@@ -34,10 +34,10 @@
 #include "kv/kv_compressor.h"
 #include "kv/kv_policy.h"
 #include "kv/score_adjust.h"
-#include "steer/redundant_set.h"
-#include "steer/sentence_tracker.h"
+#include "sentence/redundant_set.h"
+#include "sentence/sentence_tracker.h"
 #include "steer/steering_vector.h"
-#include "steer/token_sets.h"
+#include "sentence/token_sets.h"
 #include "skipkv/steering.h"
 
 #include <random>

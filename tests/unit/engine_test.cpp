@@ -4,6 +4,7 @@
 // padded, chunked prefill, limited concurrency) never changes a request's
 // tokens, stop strings / callbacks / context limits end requests correctly,
 // and bounded policies keep the cache inside budget + interval.
+#include "engine/engine_internals.h"
 #include "skipkv/engine.h"
 
 #include <gtest/gtest.h>
@@ -429,7 +430,7 @@ TEST(EngineHooksTest, HooksSeeEveryRowAndTheCompressionSchedule) {
   auto e = MakeEngine(o);
   ASSERT_TRUE(e);
   std::vector<RecordingHooks::Log> logs(2);
-  e->SetSequenceHooks([&](size_t index, const Request&) -> std::unique_ptr<SequenceHooks> {
+  EngineInternals::SetSequenceHooks(*e, [&](size_t index, const Request&) -> std::unique_ptr<SequenceHooks> {
     if (index == 1) return nullptr;  // request 1 runs without hooks
     return std::make_unique<RecordingHooks>(&logs[index], -1, 0.f);
   });
@@ -463,7 +464,7 @@ TEST(EngineHooksTest, ResidualSteeringChangesOnlyTheSteeredRequest) {
   auto base = GenerateAll(*e, reqs);
   std::vector<RecordingHooks::Log> logs(2);
   for (float value : {0.f, 3.f}) {
-    e->SetSequenceHooks([&, value](size_t index, const Request&) -> std::unique_ptr<SequenceHooks> {
+    EngineInternals::SetSequenceHooks(*e, [&, value](size_t index, const Request&) -> std::unique_ptr<SequenceHooks> {
       return std::make_unique<RecordingHooks>(&logs[index], 2, index == 0 ? value : 0.f);
     });
     auto steered = GenerateAll(*e, reqs);
@@ -475,7 +476,7 @@ TEST(EngineHooksTest, ResidualSteeringChangesOnlyTheSteeredRequest) {
     }
     EXPECT_EQ(steered[1].tokens, base[1].tokens);
   }
-  e->SetSequenceHooks(nullptr);
+  EngineInternals::SetSequenceHooks(*e, nullptr);
   EXPECT_EQ(GenerateAll(*e, reqs)[0].tokens, base[0].tokens);
 }
 
@@ -485,7 +486,7 @@ TEST(EngineHooksTest, PaddedModeReportsPadRowsAndPadLength) {
   auto e = MakeEngine(o);
   ASSERT_TRUE(e);
   std::vector<RecordingHooks::Log> logs(2);
-  e->SetSequenceHooks([&](size_t index, const Request&) {
+  EngineInternals::SetSequenceHooks(*e, [&](size_t index, const Request&) {
     return std::make_unique<RecordingHooks>(&logs[index], -1, 0.f);
   });
   auto res = GenerateAll(*e, {Greedy("Once upon a time", 10), Greedy("The", 10)});

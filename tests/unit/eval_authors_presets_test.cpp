@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eval/presets.h"
+#include "skipkv/presets.h"
 
 namespace skipkv::eval {
 namespace {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "eval/fidelity.h"
-#include "eval/presets.h"
+#include "skipkv/presets.h"
 #include "skipkv/engine.h"
 
 namespace skipkv::eval {

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eval/presets.h"
+#include "skipkv/presets.h"
 
 namespace skipkv::eval {
 namespace {
@@ -75,32 +75,34 @@ TEST(EvalPresetsTest, ErrorsNameTheProblem) {
     std::string spec;
     std::vector<std::string> overrides;
     std::string message;
+    std::string field;  // Status::field(): what serve maps to "kv.FIELD" without reading the message
   };
   const std::vector<Case> cases = {
-      {"bogus", {}, "unknown method 'bogus'"},
-      {"seal", {}, "method 'seal' (preset seal) steers: give a steering vector with --steer FILE"},
-      {"plus=rkv+sentence+steering", {}, "method 'plus' (preset rkv+sentence+steering) steers"},
-      {"+steering", {}, "Table 2's +steering row is rkv+sentence+steering"},
-      {"rkv", {"rkv.steer_coef=2"}, "method 'rkv' (preset rkv) does not steer"},
-      {"skipkv", {"skipkv.steer_coef=2"}, "does not steer"},  // no vector given
-      {"rkv", {"steer_colour=2"}, "unknown field 'steer_colour'"},
-      {"=rkv", {}, "label before '='"},
-      {"a.b=rkv", {}, "label before '='"},
-      {"rkv", {"nonsense"}, "must be FIELD=VALUE"},
-      {"rkv", {"colour=red"}, "unknown field 'colour'"},
-      {"rkv", {"window=abc"}, "window=abc: not a number"},
-      {"rkv", {"window=2.5"}, "not an integer"},
-      {"rkv", {"grouping=maybe"}, "must be true or false"},
-      {"rkv", {"rkv.sim_threshold=0.9"}, "has no field 'sim_threshold'"},
-      {"rkv", {"rkv.sinks=2"}, "has no field 'sinks'"},
-      {"rkv", {"window=600"}, "window"},  // budget 512 <= window: ValidateMethod
-      {"skipkv", {"sim_threshold=1.5"}, "sim_threshold"},
+      {"bogus", {}, "unknown method 'bogus'", "method"},
+      {"seal", {}, "method 'seal' (preset seal) steers: give a steering vector with --steer FILE", "steer_file"},
+      {"plus=rkv+sentence+steering", {}, "method 'plus' (preset rkv+sentence+steering) steers", "steer_file"},
+      {"+steering", {}, "Table 2's +steering row is rkv+sentence+steering", "method"},
+      {"rkv", {"rkv.steer_coef=2"}, "method 'rkv' (preset rkv) does not steer", "steer_coef"},
+      {"skipkv", {"skipkv.steer_coef=2"}, "does not steer", "steer_coef"},  // no vector given
+      {"rkv", {"steer_colour=2"}, "unknown field 'steer_colour'", "steer_colour"},
+      {"=rkv", {}, "label before '='", "method"},
+      {"a.b=rkv", {}, "label before '='", "method"},
+      {"rkv", {"nonsense"}, "must be FIELD=VALUE", ""},
+      {"rkv", {"colour=red"}, "unknown field 'colour'", "colour"},
+      {"rkv", {"window=abc"}, "window=abc: not a number", "window"},
+      {"rkv", {"window=2.5"}, "not an integer", "window"},
+      {"rkv", {"grouping=maybe"}, "must be true or false", "grouping"},
+      {"rkv", {"rkv.sim_threshold=0.9"}, "has no field 'sim_threshold'", "sim_threshold"},
+      {"rkv", {"rkv.sinks=2"}, "has no field 'sinks'", "sinks"},
+      {"rkv", {"window=600"}, "window", "budget"},  // budget 512 <= window: ValidateMethod
+      {"skipkv", {"sim_threshold=1.5"}, "sim_threshold", "sim_threshold"},
   };
   for (const auto& c : cases) {
     auto p = MakePreset(c.spec, 512, c.overrides);
     ASSERT_FALSE(p.ok()) << c.spec;
     EXPECT_NE(p.status().message().find(c.message), std::string::npos)
         << "expected '" << c.message << "' in: " << p.status().message();
+    EXPECT_EQ(p.status().field(), c.field) << p.status().message();
   }
 }
 
@@ -196,6 +198,25 @@ TEST(EvalPresetsTest, SteeringOverrides) {
   auto nan = MakePreset("seal", 512, {"steer_coef=x"}, v);
   ASSERT_FALSE(nan.ok());
   EXPECT_NE(nan.status().message().find("steer_coef=x: not a number"), std::string::npos);
+}
+
+TEST(EvalPresetsTest, RegistryAnswersWhatCallersUsedToCompareNamesFor) {
+  // The alias "full" (the policy's name) is the fullkv method.
+  EXPECT_EQ(CanonicalPresetName("full"), "fullkv");
+  EXPECT_EQ(CanonicalPresetName("rkv"), "rkv");
+  EXPECT_EQ(CanonicalPresetName("bogus"), "bogus");
+  auto full = MakePreset("full", 512, {});
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  EXPECT_EQ(full->preset, "fullkv");
+  EXPECT_TRUE(full->full());
+  // Which presets steer only when a vector is given (eval's note).
+  for (const std::string& name : KnownPresets()) {
+    auto p = MakePreset(name, 512, {});
+    if (!p.ok()) continue;  // the presets that need a vector
+    EXPECT_EQ(p->steers_if_given, name == "skipkv" || name == "skipkv-authors") << name;
+    // Traits: exactly the presets whose policy evicts take the budget.
+    EXPECT_EQ(TraitsOf(p->method).evicts, p->method.kv.budget == 512) << name;
+  }
 }
 
 }  // namespace

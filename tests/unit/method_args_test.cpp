@@ -1,7 +1,7 @@
 // The one declaration of the method parameters (skipkv/method_args.h): keys
 // and flags are unique, every field reaches the provenance JSON, and every
 // field declared for --set (eval, bench throughput, serve's "kv") parses back
-// through eval::MakePreset into the field it names. The CLI side (--help of
+// through MakePreset into the field it names. The CLI side (--help of
 // each command, `run --json`) is tests/e2e/method_args_e2e_test.cpp.
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/presets.h"
+#include "skipkv/presets.h"
 #include "serve/api_convert.h"
 #include "serve/api_request.h"
 #include "skipkv/method_args.h"
@@ -111,17 +111,17 @@ TEST(MethodArgsTest, EverySetFieldParsesBackThroughMakePreset) {
     const std::string& text = values.at(d.key);
     if (d.scope == ArgScope::kH2oAcc) {
       // No preset runs h2o_acc: a shared override is skipped, a scoped one refused.
-      auto shared = eval::MakePreset("rkv", 512, {d.key + "=" + text});
+      auto shared = MakePreset("rkv", 512, {d.key + "=" + text});
       EXPECT_TRUE(shared.ok()) << d.key << ": " << shared.status().ToString();
-      auto scoped = eval::MakePreset("rkv", 512, {"rkv." + d.key + "=" + text});
+      auto scoped = MakePreset("rkv", 512, {"rkv." + d.key + "=" + text});
       ASSERT_FALSE(scoped.ok()) << d.key;
       EXPECT_NE(scoped.status().message().find("has no field '" + d.key + "'"), std::string::npos);
       continue;
     }
     const std::string preset = PresetFor(d.scope);
-    auto base = eval::MakePreset(preset, 512, {}, vector);
+    auto base = MakePreset(preset, 512, {}, vector);
     ASSERT_TRUE(base.ok()) << preset << ": " << base.status().ToString();
-    auto set = eval::MakePreset(preset, 512, {preset + "." + d.key + "=" + text}, vector);
+    auto set = MakePreset(preset, 512, {preset + "." + d.key + "=" + text}, vector);
     ASSERT_TRUE(set.ok()) << d.key << "=" << text << ": " << set.status().ToString();
     const std::string before = ValueOf(base->method, d.key), after = ValueOf(set->method, d.key);
     EXPECT_NE(before, after) << d.key << " did not change";

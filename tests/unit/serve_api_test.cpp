@@ -241,9 +241,13 @@ TEST(ServeConvertTest, SteeringPresetsTakeTheServersVectors) {
 }
 
 TEST(ServeConvertTest, StatusMapsToHttpErrors) {
-  ApiError e = ErrorFromStatus(OutOfRange("prompt of 600 tokens does not fit the context of 512 positions"));
+  // The engine's error names the field "prompt" (Engine::ValidateRequest);
+  // the code follows the field, not the message's words.
+  ApiError e = ErrorFromStatus(
+      OutOfRange("prompt of 600 tokens does not fit the context of 512 positions").WithField("prompt"));
   EXPECT_EQ(e.http_status, 400);
   EXPECT_EQ(e.code, "context_length_exceeded");
+  EXPECT_EQ(ErrorFromStatus(OutOfRange("prompt ... does not fit the context")).code, "");
   EXPECT_EQ(ErrorFromStatus(InvalidArgument("x")).http_status, 400);
   EXPECT_EQ(ErrorFromStatus(Internal("x")).http_status, 500);
 }

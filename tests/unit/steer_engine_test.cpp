@@ -5,7 +5,7 @@
 // an eviction trace then shows that penalised slots go before unpenalised
 // ones (spec §6.5–6.8, issue 9 "Done means").
 //
-// The hooks are installed through Engine::SetSequenceHooks with policy rkv,
+// The hooks are installed through EngineInternals::SetSequenceHooks with policy rkv,
 // and the penalty reaches the compressor through set_score_adjuster (the
 // path an app has today; the skipkv policy wires its own state instead).
 #include <gtest/gtest.h>
@@ -20,10 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine_internals.h"
 #include "io/embedded/embedded_model.h"
 #include "io/model_source.h"
 #include "skipkv/engine.h"
-#include "steer/skipkv_hooks.h"
+#include "sentence/sentence_hooks.h"
 
 namespace skipkv {
 namespace {
@@ -129,7 +130,7 @@ TEST(SkipkvStoriesTest, VerbatimRepeatsEnterTAndAreEvictedFirst) {
   c.delimiters = dot;
   c.sim_threshold = kTau;
   Log log;
-  (*engine)->SetSequenceHooks([&](size_t, const Request&) -> std::unique_ptr<SequenceHooks> {
+  EngineInternals::SetSequenceHooks(**engine, [&](size_t, const Request&) -> std::unique_ptr<SequenceHooks> {
     return std::make_unique<Probe>(c, shared_sets, &log);
   });
   Request r;
@@ -311,7 +312,7 @@ TEST(SkipkvStoriesTest, PaddedRowSentencesAreTheRaggedOnesShifted) {
     auto engine = Engine::Create(o);
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     const size_t base = pad == PadPolicy::kRagged ? 0 : 2;
-    (*engine)->SetSequenceHooks([&](size_t index, const Request&) -> std::unique_ptr<SequenceHooks> {
+    EngineInternals::SetSequenceHooks(**engine, [&](size_t index, const Request&) -> std::unique_ptr<SequenceHooks> {
       return std::make_unique<Probe>(c, sets, &logs[base + index]);
     });
     std::vector<Request> reqs(2);

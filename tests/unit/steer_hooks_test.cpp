@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "kv/skipkv_config.h"
 #include "model/forward.h"
+#include "skipkv/kv_config.h"
 #include "steer/steering_hooks.h"
 #include "steer/steering_vector.h"
-#include "steer/token_sets.h"
+#include "sentence/token_sets.h"
 #include "unit/model_test_util.h"
 #include "unit/tokenizer_test_util.h"
 #include "util/thread_pool.h"

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "steer/redundant_set.h"
+#include "sentence/redundant_set.h"
 
 namespace skipkv {
 namespace {

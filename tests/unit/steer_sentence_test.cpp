@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "steer/sentence_tracker.h"
-#include "steer/skipkv_hooks.h"
+#include "sentence/sentence_tracker.h"
+#include "sentence/sentence_hooks.h"
 
 namespace skipkv {
 namespace {

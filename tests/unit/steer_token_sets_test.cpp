@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "kv/skipkv_config.h"
-#include "steer/token_sets.h"
+#include "skipkv/kv_config.h"
+#include "sentence/token_sets.h"
 #include "tokenizer_test_util.h"
 
 namespace skipkv::testing {

@@ -49,7 +49,7 @@ StatusOr<std::unique_ptr<KvPolicy>> MakeH2oAcc(const KvPolicyConfig& config) {
   if (c.h2o_recent < 0) c.h2o_recent = c.budget - c.h2o_heavy;
   if (c.h2o_heavy < 0) c.h2o_heavy = c.budget - c.h2o_recent;
   if (c.h2o_heavy < 1 || c.h2o_recent < 1 || c.h2o_heavy + c.h2o_recent != c.budget) {
-    return InvalidArgument("kv policy '" + config.policy + "': h2o_heavy (" +
+    return InvalidField("h2o_heavy", "kv policy '" + config.policy + "': h2o_heavy (" +
                            std::to_string(config.h2o_heavy) + ") and h2o_recent (" +
                            std::to_string(config.h2o_recent) + ") must be ≥ 1 and sum to the budget (" +
                            std::to_string(config.budget) + "); use -1 for automatic (B/2 each)");

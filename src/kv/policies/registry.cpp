@@ -24,11 +24,16 @@ namespace {
 // evident intent (latest query only, one recent slot, spec §3.1; the
 // reference crashes once triggered, see h2o_rkv.cpp). The cumulative H2O of
 // the original paper is "h2o_acc".
+// The third column: the optional fields the policy reads (KvPolicyReads).
 constexpr KvPolicyRegistration kPolicies[] = {
-    {"full", policies::MakeFull},      {"streaming", policies::MakeStreaming},
-    {"h2o", policies::MakeH2oRkv},     {"h2o_rkv", policies::MakeH2oRkv},
-    {"h2o_acc", policies::MakeH2oAcc}, {"snapkv", policies::MakeSnapKv},
-    {"rkv", policies::MakeRkv},        {"skipkv", policies::MakeSkipkv},
+    {"full", policies::MakeFull},
+    {"streaming", policies::MakeStreaming, kReadsSinks},
+    {"h2o", policies::MakeH2oRkv},
+    {"h2o_rkv", policies::MakeH2oRkv},
+    {"h2o_acc", policies::MakeH2oAcc, kReadsH2oSplit},
+    {"snapkv", policies::MakeSnapKv},
+    {"rkv", policies::MakeRkv, kReadsMixLambda},
+    {"skipkv", policies::MakeSkipkv, kReadsMixLambda},
 };
 
 }  // namespace

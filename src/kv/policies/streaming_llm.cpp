@@ -66,8 +66,8 @@ class StreamingPolicy final : public KvPolicy {
 StatusOr<std::unique_ptr<KvPolicy>> MakeStreaming(const KvPolicyConfig& config) {
   SKIPKV_RETURN_IF_ERROR(ValidateEvictionConfig(config));
   if (config.streaming_sinks < 0 || config.streaming_sinks + config.window > config.budget) {
-    return InvalidArgument(
-        "kv policy '" + config.policy + "': streaming_sinks (" + std::to_string(config.streaming_sinks) +
+    return InvalidField(
+        "sinks", "kv policy '" + config.policy + "': streaming_sinks (" + std::to_string(config.streaming_sinks) +
         ") must be in [0, budget − window] = [0, " + std::to_string(config.budget - config.window) + "]");
   }
   return std::unique_ptr<KvPolicy>(std::make_unique<StreamingPolicy>(config));

@@ -1,2 +1,2 @@
 #include "kv/policies/registry.h"
-#include "skipkv/sequence_hooks.h"
+#include "kv/sequence_hooks.h"

@@ -1,7 +1,7 @@
 // Token-id sets for SkipKV (see token_sets.h).
-#include "steer/token_sets.h"
+#include "sentence/token_sets.h"
 
-#include "kv/skipkv_config.h"
+#include "skipkv/kv_config.h"
 
 #include <algorithm>
 

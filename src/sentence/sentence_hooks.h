@@ -29,11 +29,11 @@
 #include <vector>
 
 #include "kv/score_adjust.h"
-#include "kv/skipkv_config.h"
-#include "skipkv/sequence_hooks.h"
-#include "steer/redundant_set.h"
-#include "steer/sentence_tracker.h"
-#include "steer/token_sets.h"
+#include "kv/sequence_hooks.h"
+#include "skipkv/kv_config.h"
+#include "sentence/redundant_set.h"
+#include "sentence/sentence_tracker.h"
+#include "sentence/token_sets.h"
 
 namespace skipkv {
 

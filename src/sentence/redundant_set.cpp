@@ -1,5 +1,5 @@
 // RedundantSentenceSet (see redundant_set.h).
-#include "steer/redundant_set.h"
+#include "sentence/redundant_set.h"
 
 #include <algorithm>
 

@@ -1,12 +1,13 @@
-// The method presets of sweeps (eval/presets.h) and their --set overrides.
-#include "eval/presets.h"
+// The method registry (skipkv/presets.h): one table line per method, and the
+// FIELD=VALUE overrides (--set, serve's "kv" fields).
+#include "skipkv/presets.h"
 
 #include <cctype>
 #include <cstdlib>
 
 #include "skipkv/method_args.h"
 
-namespace skipkv::eval {
+namespace skipkv {
 namespace {
 
 // How a preset steers (spec §4.2 SEAL, §6.9 SkipKV).
@@ -107,14 +108,16 @@ constexpr PresetDef kPresets[] = {
     {"skipkv-authors", "skipkv", true, true, Steer::kIfGiven, kAuthorsSkipkv, /*authors_table=*/true},
 };
 
+// Other names of presets: "full" is the policy's name for the FullKV method.
+constexpr std::pair<const char*, const char*> kAliases[] = {{"full", "fullkv"}};
+
 // Applies FIELD=VALUE to the preset; `scoped` is true when the override names
 // this method explicitly (then a field its method does not use is an error;
 // shared, it is skipped). The fields are the declared method parameters with
 // kArgSet (skipkv/method_args.h) plus the preset's own `grouping`.
 Status Apply(MethodPreset& p, const std::string& field, const std::string& value, bool scoped) {
   if (field == "grouping") {
-    Status st = ParseArgValue(p.grouping, ArgInfo{"grouping", "", "", kArgSet, ArgScope::kAny}, value);
-    return st.ok() ? st : InvalidArgument("--set " + st.message());
+    return ParseArgValue(p.grouping, ArgInfo{"grouping", "", "", kArgSet, ArgScope::kAny}, value);
   }
   bool found = false;
   Status result = Status::Ok();
@@ -127,22 +130,21 @@ Status Apply(MethodPreset& p, const std::string& field, const std::string& value
     if (!MethodUsesArg(info.scope, p.method)) {
       if (!scoped) return;
       const SteeringConfig& st = p.method.steer;
-      const std::string who = "--set " + p.method.name + "." + field + ": method '" + p.method.name + "' ";
+      const std::string who = p.method.name + "." + field + ": method '" + p.method.name + "' ";
       if (field.rfind("steer_", 0) == 0) {
-        result = InvalidArgument(who + "(preset " + p.preset + ") " +
+        result = InvalidField(field, who + "(preset " + p.preset + ") " +
                                  (!st.enabled   ? "does not steer"
                                   : st.adaptive ? "steers with the adaptive strength (steer_alpha0, steer_gamma, "
                                                   "steer_alpha_max)"
                                                 : "steers with a fixed strength (steer_coef)"));
       } else {
-        result = InvalidArgument(who + "(policy " + p.method.kv.policy + ") has no field '" + field + "'");
+        result = InvalidField(field, who + "(policy " + p.method.kv.policy + ") has no field '" + field + "'");
       }
       return;
     }
-    Status st = ParseArgValue(target, info, value);
-    if (!st.ok()) result = InvalidArgument("--set " + st.message());
+    result = ParseArgValue(target, info, value);  // its errors name the field
   });
-  if (!found) return InvalidArgument("--set: unknown field '" + field + "' (known: " + known + ", grouping)");
+  if (!found) return InvalidField(field, "unknown field '" + field + "' (known: " + known + ", grouping)");
   return result;
 }
 
@@ -150,7 +152,7 @@ Status Apply(MethodPreset& p, const std::string& field, const std::string& value
 Status ApplyOverride(MethodPreset& p, const std::string& o) {
   const size_t eq = o.find('=');
   if (eq == std::string::npos || eq == 0)
-    return InvalidArgument("--set '" + o + "' must be FIELD=VALUE or METHOD.FIELD=VALUE");
+    return InvalidArgument("override '" + o + "' must be FIELD=VALUE or METHOD.FIELD=VALUE");
   std::string field = o.substr(0, eq);
   const std::string value = o.substr(eq + 1);
   bool scoped = false;
@@ -177,6 +179,12 @@ const AuthorsRun* FindAuthorsRun(const std::string& model, const std::string& da
   return best;
 }
 
+std::string CanonicalPresetName(const std::string& name) {
+  for (const auto& [alias, preset] : kAliases)
+    if (name == alias) return preset;
+  return name;
+}
+
 std::vector<std::string> KnownPresets() {
   std::vector<std::string> v;
   for (const auto& p : kPresets) v.emplace_back(p.name);
@@ -186,13 +194,13 @@ std::vector<std::string> KnownPresets() {
 StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
                                   const std::vector<std::string>& overrides, const SteeringConfig& vector,
                                   const PresetContext& context) {
-  std::string label = spec, preset = spec;
+  std::string label = spec, preset = CanonicalPresetName(spec);
   if (const size_t eq = spec.find('='); eq != std::string::npos) {
     label = spec.substr(0, eq);
-    preset = spec.substr(eq + 1);
+    preset = CanonicalPresetName(spec.substr(eq + 1));
     if (label.empty() || label.find_first_of(".,= ") != std::string::npos)
-      return InvalidArgument("method '" + spec +
-                             "': the label before '=' must be non-empty without . , = or spaces");
+      return InvalidField("method", "method '" + spec +
+                                        "': the label before '=' must be non-empty without . , = or spaces");
   }
   const PresetDef* def = nullptr;
   for (const auto& p : kPresets)
@@ -201,22 +209,24 @@ StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
     std::string known;
     for (const auto& n : KnownPresets()) known += (known.empty() ? "" : ", ") + n;
     const bool steering = preset == "+steering" || preset == "rkv+steering" || preset == "steering";
-    return InvalidArgument("unknown method '" + preset + "' (known: " + known + ")" +
+    return InvalidField("method", "unknown method '" + preset + "' (known: " + known + ")" +
                            (steering ? "; Table 2's +steering row is rkv+sentence+steering" : ""));
   }
   if (vector.enabled && vector.file.empty())
-    return InvalidArgument("steering vector: enabled without a file");
+    return InvalidField("steer_file", "steering vector: enabled without a file");
   MethodPreset p;
   p.preset = def->name;
   p.method.name = label;
   p.method.kv.policy = def->policy;
   p.grouping = def->grouping;
-  if (std::string(def->policy) != "full") p.method.kv.budget = budget;
-  if (std::string(def->policy) == "skipkv") p.method.kv.skipkv.sentence_scoring = def->sentence_scoring;
+  p.steers_if_given = def->steer == Steer::kIfGiven;
+  const MethodTraits traits = TraitsOf(p.method.kv);
+  if (traits.evicts) p.method.kv.budget = budget;
+  if (traits.uses_sentences) p.method.kv.skipkv.sentence_scoring = def->sentence_scoring;
   if (def->steer == Steer::kFixed || def->steer == Steer::kAdaptive) {
     if (!vector.enabled) {
-      return InvalidArgument(
-          "method '" + label + "' (preset " + def->name +
+      return InvalidField(
+          "steer_file", "method '" + label + "' (preset " + def->name +
           ") steers: give a steering vector with --steer FILE (a control-vector GGUF, e.g. "
           "from skipkv steer-extract, or a directory with SEAL's category files) and "
           "--steer-layer L");
@@ -250,4 +260,4 @@ std::string PresetJson(const MethodPreset& p) {
   return m + "}";
 }
 
-}  // namespace skipkv::eval
+}  // namespace skipkv

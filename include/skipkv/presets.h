@@ -1,5 +1,8 @@
-// Named methods for sweeps (issue 11 item 3): each preset is a MethodConfig
-// (skipkv/method.h) plus the sweep-side batch grouping of the paper's §4.3.
+// The method registry (public API; implemented in src/methods/presets.cpp):
+// every named method, as `eval`, `demo`, `bench`, `serve`'s "kv" object and
+// the CLI look it up. Each preset is a MethodConfig (skipkv/method.h) plus
+// the sweep-side batch grouping of the paper's §4.3; errors name the field
+// at fault (Status::field(): "method", a parameter key, "steer_file").
 //   fullkv                  the full cache (runs once, budget 0)
 //   streaming, h2o, snapkv  the baselines as R-KV implements them (spec §3.1)
 //   rkv                     R-KV (λ = 0.1, α = 8, Δt = 128, kernel 7)
@@ -38,9 +41,9 @@
 #include <vector>
 
 #include "skipkv/method.h"
-#include "util/status.h"
+#include "skipkv/status.h"
 
-namespace skipkv::eval {
+namespace skipkv {
 
 struct MethodPreset {
   std::string preset;   // the preset it came from
@@ -49,10 +52,19 @@ struct MethodPreset {
   // The authors' run whose τ / steering strength an *-authors preset took
   // ("DeepSeek-R1-Distill-Qwen-7B/aime24/1536"); empty when none matched.
   std::string authors_run;
-  bool full() const { return method.kv.policy == "full"; }
+  // The preset steers when a vector is given and runs unsteered otherwise
+  // (skipkv, skipkv-authors): callers may say so when none was given.
+  bool steers_if_given = false;
+  bool full() const { return !TraitsOf(method).evicts; }  // keeps every slot (fullkv, seal, fullkv-authors)
 };
 
+// The registered preset names, in the registry's order (aliases not included).
 std::vector<std::string> KnownPresets();
+
+// The registered name of `name`: itself, or the preset an alias stands for
+// ("full" -> "fullkv", the policy's name for the FullKV method); `name`
+// unchanged when it is neither (MakePreset then reports it).
+std::string CanonicalPresetName(const std::string& name);
 
 // One SkipKV run of the authors' scripts/run.sh (all of them, commented-out
 // lines included): τ (S_threshold) and the SEAL steering they used, for
@@ -102,4 +114,4 @@ StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
 // The provenance of a method as JSON (MethodJson plus preset and grouping).
 std::string PresetJson(const MethodPreset& p);
 
-}  // namespace skipkv::eval
+}  // namespace skipkv

@@ -33,16 +33,17 @@
 #include <vector>
 
 #include "command_registry.h"
+#include "engine/engine_internals.h"
 #include "engine_options.h"
 #include "eval/math_equal.h"
 #include "io/embedded/embedded_model.h"
 #include "io/model_source.h"
-#include "kv/skipkv_config.h"
 #include "model/model_config.h"
 #include "progress_bar.h"
 #include "skipkv/engine.h"
+#include "skipkv/kv_config.h"
 #include "steer/thought_steps.h"
-#include "steer/token_sets.h"
+#include "sentence/token_sets.h"
 #include "tokenizer/tokenizer.h"
 #include "util/json_depth.h"
 
@@ -323,11 +324,11 @@ int RunExtract(const ExtractOptions& o) {
     std::vector<ThoughtStep> steps = SegmentThought(r.prompt_tokens, static_cast<int64_t>(g.prompt_tokens.size()),
                                                     *sets, decode);
     CategoryMeans next = means;
-    engine.SetSequenceHooks([&](size_t, const Request&) {
+    EngineInternals::SetSequenceHooks(engine, [&](size_t, const Request&) {
       return std::make_unique<HiddenStateCollector>(steps, n_layers, &next);
     });
     auto res = engine.Generate(std::span<const Request>(&r, 1));
-    engine.SetSequenceHooks(nullptr);
+    EngineInternals::SetSequenceHooks(engine, nullptr);
     if (!res.ok()) return Fail("response " + std::to_string(g.index) + ": " + res.status().ToString());
     next.responses_done = static_cast<int64_t>(k + 1);
     Status st = next.Save(ckpt);

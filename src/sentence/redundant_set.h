@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "kv/score_adjust.h"
-#include "steer/sentence_tracker.h"
+#include "sentence/sentence_tracker.h"
 #include "util/thread_pool.h"
 
 namespace skipkv {

@@ -1,7 +1,7 @@
 // CompositeSequenceHooks (see composite_hooks.h).
-#include "engine/composite_hooks.h"
+#include "methods/composite_hooks.h"
 
-namespace skipkv::engine {
+namespace skipkv::methods {
 
 CompositeSequenceHooks::CompositeSequenceHooks(std::vector<std::unique_ptr<SequenceHooks>> parts) {
   for (auto& p : parts)
@@ -60,4 +60,4 @@ std::vector<std::pair<std::string, double>> CompositeSequenceHooks::Diagnostics(
   return out;
 }
 
-}  // namespace skipkv::engine
+}  // namespace skipkv::methods

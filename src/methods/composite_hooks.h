@@ -8,9 +8,9 @@
 #include <memory>
 #include <vector>
 
-#include "skipkv/sequence_hooks.h"
+#include "kv/sequence_hooks.h"
 
-namespace skipkv::engine {
+namespace skipkv::methods {
 
 class CompositeSequenceHooks final : public SequenceHooks {
  public:
@@ -32,4 +32,4 @@ class CompositeSequenceHooks final : public SequenceHooks {
   std::vector<std::unique_ptr<SequenceHooks>> parts_;
 };
 
-}  // namespace skipkv::engine
+}  // namespace skipkv::methods

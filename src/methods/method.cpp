@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "kv/kv_policy.h"  // KvPolicyEvicts, KvPolicyUsesSentences
+
 namespace skipkv {
 namespace {
 
@@ -52,7 +54,7 @@ Status ValidateMethod(const MethodConfig& m) {
   Status st = ValidateKvPolicyConfig(m.kv);
   if (st.ok()) st = ValidateSteeringConfig(m.steer);
   if (st.ok() && m.steer.enabled && m.steer.adaptive && !KvPolicyUsesSentences(m.kv)) {
-    st = InvalidArgument("steering: the adaptive strength needs N_o, which only a policy that tracks sentences "
+    st = InvalidField("policy", "steering: the adaptive strength needs N_o, which only a policy that tracks sentences "
                          "(skipkv) has; policy '" + m.kv.policy + "' can steer with a fixed coef");
   }
   if (!st.ok()) return st.WithContext("method '" + MethodLabel(m) + "'");
@@ -115,6 +117,24 @@ std::string MethodJson(const MethodConfig& m) {
     first = false;
   }
   return out + "}";
+}
+
+MethodTraits TraitsOf(const KvPolicyConfig& kv) {
+  // The policy of that name with default fields answers, so an invalid
+  // budget or τ does not hide what the policy is.
+  KvPolicyConfig by_name;
+  by_name.policy = kv.policy;
+  MethodTraits t;
+  t.evicts = KvPolicyEvicts(by_name);
+  t.uses_sentences = KvPolicyUsesSentences(by_name);
+  return t;
+}
+
+MethodTraits TraitsOf(const MethodConfig& method) {
+  MethodTraits t = TraitsOf(method.kv);
+  t.steers = method.steer.enabled;
+  t.adaptive_steering = method.steer.enabled && method.steer.adaptive;
+  return t;
 }
 
 }  // namespace skipkv

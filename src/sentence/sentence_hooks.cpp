@@ -1,5 +1,5 @@
 // SkipkvSentenceHooks (see skipkv_hooks.h).
-#include "steer/skipkv_hooks.h"
+#include "sentence/sentence_hooks.h"
 
 #include "util/check.h"
 

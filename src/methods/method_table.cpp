@@ -1,14 +1,14 @@
 // The method table (see methods.h).
-#include "engine/methods.h"
+#include "methods/method_table.h"
 
 #include "kv/policies/skipkv.h"
-#include "engine/composite_hooks.h"
-#include "steer/skipkv_hooks.h"
+#include "methods/composite_hooks.h"
+#include "sentence/sentence_hooks.h"
 #include "steer/steering_hooks.h"
 #include "steer/steering_vector.h"
-#include "steer/token_sets.h"
+#include "sentence/token_sets.h"
 
-namespace skipkv::engine {
+namespace skipkv::methods {
 
 Method::SequenceParts Method::NewSequence() const {
   SequenceParts parts;
@@ -60,7 +60,7 @@ StatusOr<std::shared_ptr<const Method>> MethodTable::Resolve(const MethodConfig&
   SKIPKV_RETURN_IF_ERROR(ValidateMethod(c));
   auto m = std::make_shared<Method>();
   SKIPKV_ASSIGN_OR_RETURN(m->policy_, CreateKvPolicy(c.kv));
-  m->observe_sentences_ = observe_sentences_ && c.kv.policy == "full";
+  m->observe_sentences_ = observe_sentences_ && !m->policy_->evicts();
   if (m->policy_->uses_sentences() || c.steer.enabled || m->observe_sentences_) {
     StatusOr<SkipkvTokenSets> sets = BuildSkipkvTokenSets(*tokenizer_, c.kv.skipkv.delimiters, c.kv.skipkv.nonexec_keywords);
     if (!sets.ok()) return sets.status().WithContext("method '" + c.name + "': SkipKV token sets");
@@ -79,4 +79,4 @@ StatusOr<std::shared_ptr<const Method>> MethodTable::Resolve(const MethodConfig&
   return std::shared_ptr<const Method>(m);
 }
 
-}  // namespace skipkv::engine
+}  // namespace skipkv::methods

@@ -13,20 +13,23 @@
 
 #include "kv/kv_policy.h"
 #include "skipkv/method.h"
-#include "skipkv/sequence_hooks.h"
+#include "kv/sequence_hooks.h"
 #include "tokenizer/tokenizer.h"
 
 namespace skipkv {
 struct SkipkvTokenSets;
 }
 
-namespace skipkv::engine {
+namespace skipkv::methods {
 
 // One resolved method (immutable, shared by the sequences running it).
 class Method {
  public:
   const MethodConfig& config() const { return config_; }
   const std::shared_ptr<const KvPolicy>& policy() const { return policy_; }
+  // The tokenizer's SkipKV token sets (delimiters, keywords); nullptr for a
+  // method that neither uses sentences nor steers.
+  const SkipkvTokenSets* token_sets() const { return skipkv_sets_.get(); }
 
   // What a new sequence of this method gets: the policy's per-sequence state
   // (for KvCompressor::Reset) and the method's hooks (nullptr = none).
@@ -73,4 +76,4 @@ class MethodTable {
   std::map<std::string, std::shared_ptr<const Method>> methods_;  // key: MethodJson
 };
 
-}  // namespace skipkv::engine
+}  // namespace skipkv::methods

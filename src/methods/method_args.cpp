@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "kv/kv_policy.h"  // KvPolicyReadsFields, KvPolicyEvicts, KvPolicyUsesSentences
+
 namespace skipkv {
 namespace {
 
@@ -18,15 +20,15 @@ StatusOr<double> ParseNumber(const ArgInfo& info, const std::string& text) {
   char* end = nullptr;
   const double d = std::strtod(text.c_str(), &end);
   if (text.empty() || end != text.c_str() + text.size() || std::isnan(d))
-    return InvalidArgument(Show(info, text) + ": not a number");
+    return InvalidField(info.key, Show(info, text) + ": not a number");
   return d;
 }
 
 StatusOr<int64_t> ParseInteger(const ArgInfo& info, const std::string& text, int64_t lo, int64_t hi) {
   SKIPKV_ASSIGN_OR_RETURN(double d, ParseNumber(info, text));
-  if (!std::isfinite(d) || d != std::floor(d)) return InvalidArgument(Show(info, text) + ": not an integer");
+  if (!std::isfinite(d) || d != std::floor(d)) return InvalidField(info.key, Show(info, text) + ": not an integer");
   if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
-    return InvalidArgument(Show(info, text) + ": out of range [" + std::to_string(lo) + ", " + std::to_string(hi) +
+    return InvalidField(info.key, Show(info, text) + ": out of range [" + std::to_string(lo) + ", " + std::to_string(hi) +
                            "]");
   return static_cast<int64_t>(d);
 }
@@ -69,9 +71,9 @@ bool MethodUsesArg(ArgScope scope, const MethodConfig& m) {
     case ArgScope::kEvicts: return KvPolicyEvicts(by_name);
     // The two fields only some evicting policies read (their factories say
     // which; kv/policies/).
-    case ArgScope::kMixLambda: return p == "rkv" || p == "skipkv";
-    case ArgScope::kStreaming: return p == "streaming";
-    case ArgScope::kH2oAcc: return p == "h2o_acc";
+    case ArgScope::kMixLambda: return KvPolicyReadsFields(p, kReadsMixLambda);
+    case ArgScope::kStreaming: return KvPolicyReadsFields(p, kReadsSinks);
+    case ArgScope::kH2oAcc: return KvPolicyReadsFields(p, kReadsH2oSplit);
     case ArgScope::kSentences: return KvPolicyUsesSentences(by_name);
     case ArgScope::kSteer: return s.enabled;
     case ArgScope::kSteerFixed: return s.enabled && !s.adaptive;
@@ -126,7 +128,7 @@ Status ParseArgValue(bool& field, const ArgInfo& info, const std::string& text) 
   } else if (text == "false" || text == "0") {
     field = false;
   } else {
-    return InvalidArgument(Show(info, text) + ": must be true or false");
+    return InvalidField(info.key, Show(info, text) + ": must be true or false");
   }
   return Status::Ok();
 }
@@ -137,21 +139,21 @@ Status ParseArgValue(PadPolicy& field, const ArgInfo& info, const std::string& t
   } else if (text == "padded") {
     field = PadPolicy::kPadded;
   } else {
-    return InvalidArgument(Show(info, text) + ": unknown pad policy '" + text + "' (expected ragged or padded)");
+    return InvalidField(info.key, Show(info, text) + ": unknown pad policy '" + text + "' (expected ragged or padded)");
   }
   return Status::Ok();
 }
 
 Status ParseArgValue(SteerCadence& field, const ArgInfo& info, const std::string& text) {
   StatusOr<SteerCadence> c = ParseSteerCadence(text);
-  if (!c.ok()) return InvalidArgument(Show(info, text) + ": " + c.status().message());
+  if (!c.ok()) return InvalidField(info.key, Show(info, text) + ": " + c.status().message());
   field = *c;
   return Status::Ok();
 }
 
 Status ParseArgValue(std::vector<std::string>& field, const ArgInfo& info, const std::string& text) {
   StatusOr<std::vector<std::string>> items = ParseDelimiterList(text);
-  if (!items.ok()) return InvalidArgument(std::string(info.key) + ": " + items.status().message());
+  if (!items.ok()) return InvalidField(info.key, std::string(info.key) + ": " + items.status().message());
   field = std::move(items).value();
   return Status::Ok();
 }

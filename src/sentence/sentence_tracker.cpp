@@ -1,5 +1,5 @@
 // SentenceTracker (see sentence_tracker.h).
-#include "steer/sentence_tracker.h"
+#include "sentence/sentence_tracker.h"
 
 #include <algorithm>
 #include <cmath>

@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "steer/token_sets.h"
+#include "sentence/token_sets.h"
 
 namespace skipkv {
 
