@@ -327,7 +327,8 @@ CommandRegistrar reg(
       sub.add_option("--set", o->overrides,
                      "Override a preset field: FIELD=VALUE or METHOD.FIELD=VALUE (repeatable)");
       sub.add_option("--prompt", o->prompt, "auto (plain for the testbed, chat otherwise), chat (R-KV's instruction in the model's "
-                     "chat template), raw (the instruction without a template) or plain (the problem text only)")
+                     "chat template), raw (the instruction without a template), seal-chat (the SkipKV authors' SEAL instruction in the "
+                     "chat template) or plain (the problem text only)")
           ->capture_default_str();
       sub.add_option("--chat-template", o->chat_template, "auto, r1-distill, chatml or raw")
           ->capture_default_str();

@@ -6,15 +6,35 @@ StatusOr<PromptStyle> ParsePromptStyle(const std::string& s) {
   if (s == "chat") return PromptStyle::kChat;
   if (s == "raw") return PromptStyle::kRaw;
   if (s == "plain") return PromptStyle::kPlain;
-  return InvalidArgument("prompt style '" + s + "' is not one of: chat, raw, plain");
+  if (s == "seal-chat") return PromptStyle::kSealChat;
+  return InvalidArgument("prompt style '" + s + "' is not one of: chat, raw, plain, seal-chat");
 }
 
 const char* PromptStyleName(PromptStyle s) {
-  return s == PromptStyle::kChat ? "chat" : s == PromptStyle::kRaw ? "raw" : "plain";
+  switch (s) {
+    case PromptStyle::kChat: return "chat";
+    case PromptStyle::kRaw: return "raw";
+    case PromptStyle::kPlain: return "plain";
+    case PromptStyle::kSealChat: return "seal-chat";
+  }
+  return "chat";
 }
 
+bool PromptStyleUsesChat(PromptStyle s) { return s == PromptStyle::kChat || s == PromptStyle::kSealChat; }
+
 std::string PromptText(PromptStyle style, const std::string& question) {
-  return style == PromptStyle::kPlain ? question : RkvInstruction(question);
+  if (style == PromptStyle::kPlain) return question;
+  if (style == PromptStyle::kSealChat) return SealInstruction(question);
+  return RkvInstruction(question);
+}
+
+std::string SealInstruction(const std::string& question) {
+  const char* ws = " \t\n\r\f\v";
+  const size_t b = question.find_first_not_of(ws);
+  const std::string q = b == std::string::npos ? "" : question.substr(b, question.find_last_not_of(ws) - b + 1);
+  return "Answer the following questions. You should think step-by-step and put your final answer within "
+         "\\boxed{}.\nQuestion: " +
+         q;
 }
 
 std::string RkvInstruction(const std::string& question) {

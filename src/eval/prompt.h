@@ -12,9 +12,13 @@
 
 namespace skipkv::eval {
 
-enum class PromptStyle { kChat, kRaw, kPlain };
+// kSealChat: the SkipKV authors' SEAL instruction (run_math.py with
+// --steering SEAL --use_chat_format, DeepSeek models: one user turn, the BOS
+// the template writes removed and added back by the tokenizer, i.e. one BOS)
+// inside the chat template; issue 38 row 2.
+enum class PromptStyle { kChat, kRaw, kPlain, kSealChat };
 
-// "chat" / "raw" / "plain".
+// "chat" / "raw" / "plain" / "seal-chat".
 StatusOr<PromptStyle> ParsePromptStyle(const std::string& s);
 const char* PromptStyleName(PromptStyle s);
 
@@ -23,8 +27,16 @@ const char* PromptStyleName(PromptStyle s);
 // \boxed{}, kept as R-KV has them.
 std::string RkvInstruction(const std::string& question);
 
-// The prompt text of a problem: RkvInstruction (chat, raw) or the question
-// itself (plain). Chat prompts go through the chat template (Request::chat).
+// The SEAL instruction with the problem (surrounding whitespace stripped, as
+// the authors' .strip()): "Answer the following questions. You should think
+// step-by-step and put your final answer within \boxed{}.\nQuestion: <q>".
+std::string SealInstruction(const std::string& question);
+
+// Whether the style's text goes through the chat template.
+bool PromptStyleUsesChat(PromptStyle s);
+
+// The prompt text of a problem: RkvInstruction (chat, raw), SealInstruction
+// (seal-chat) or the question itself (plain). Chat prompts go through the chat template (Request::chat).
 std::string PromptText(PromptStyle style, const std::string& question);
 
 }  // namespace skipkv::eval

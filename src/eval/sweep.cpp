@@ -84,7 +84,7 @@ StatusOr<nlohmann::json> RunFingerprint(const SweepConfig& c, const Engine& engi
       {"model_digest", model_digest},
       {"architecture", info.architecture},
       {"tokenizer", eo.tokenizer_path.empty() ? "(from the model)" : eo.tokenizer_path},
-      {"chat_template", c.prompt == PromptStyle::kChat ? info.chat_template : "raw"},
+      {"chat_template", PromptStyleUsesChat(c.prompt) ? info.chat_template : "raw"},
       {"prompt", PromptStyleName(c.prompt)},
       {"max_gen", c.max_gen},
       {"samples", c.samples},
@@ -141,7 +141,7 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
   if (any_grouping) {
     for (size_t i : shard_problems) {
       SKIPKV_ASSIGN_OR_RETURN(auto ids, engine.Tokenize(RequestText(c, c.problems[i]), true,
-                                                        c.prompt == PromptStyle::kChat));
+                                                        PromptStyleUsesChat(c.prompt)));
       prompt_len[i] = static_cast<int64_t>(ids.size());
     }
   }
@@ -199,7 +199,7 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
       const Item& it = pending[i];
       Request r;
       r.prompt = RequestText(c, c.problems[it.problem]);
-      r.chat = c.prompt == PromptStyle::kChat;
+      r.chat = PromptStyleUsesChat(c.prompt);
       r.sampling = c.sampling;
       r.sampling.seed = SampleSeed(c.sampling.seed, it.key.problem, it.sample);
       seeds.push_back(r.sampling.seed);

@@ -118,6 +118,22 @@ TEST(EvalPromptTest, RkvInstructionIsVerbatim) {
   EXPECT_FALSE(ParsePromptStyle("Chat").ok());
 }
 
+// Issue 38 row 2: the SkipKV authors' SEAL instruction (run_math.py, DeepSeek
+// models: one user turn), question stripped; it goes through the chat template.
+TEST(EvalPromptTest, SealInstructionIsVerbatim) {
+  EXPECT_EQ(SealInstruction("  Q?\n"),
+            "Answer the following questions. You should think step-by-step and put your final answer "
+            "within \\boxed{}.\nQuestion: Q?");
+  auto s = ParsePromptStyle("seal-chat");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(*s, PromptStyle::kSealChat);
+  EXPECT_STREQ(PromptStyleName(*s), "seal-chat");
+  EXPECT_TRUE(PromptStyleUsesChat(*s));
+  EXPECT_FALSE(PromptStyleUsesChat(PromptStyle::kRaw));
+  EXPECT_EQ(PromptText(*s, "x"), SealInstruction("x"));
+  EXPECT_EQ(PromptText(PromptStyle::kRaw, "x"), RkvInstruction("x"));
+}
+
 TEST(EvalShardTest, ParseAndPartition) {
   EXPECT_FALSE(ParseShard("0/2").ok());
   EXPECT_FALSE(ParseShard("3/2").ok());
