@@ -230,6 +230,8 @@ void EngineInternals::SetSequenceHooks(Engine& engine, SequenceHooksFactory fact
   engine.impl_->hooks_factory = std::move(factory);
 }
 
+const Tokenizer& EngineInternals::GetTokenizer(const Engine& engine) { return *engine.impl_->tokenizer; }
+
 StatusOr<std::vector<int32_t>> Engine::Tokenize(const std::string& text, bool add_bos, bool chat) const {
   return impl_->Tokenize(text, add_bos, chat);
 }

@@ -6,6 +6,7 @@
 
 #include "kv/sequence_hooks.h"
 #include "skipkv/engine.h"
+#include "tokenizer/tokenizer.h"
 
 namespace skipkv {
 
@@ -14,6 +15,9 @@ struct EngineInternals {
   // `engine` (nullptr removes it). The factory's hooks run after the
   // method's own (SkipKV's sentence tracker, steering).
   static void SetSequenceHooks(Engine& engine, SequenceHooksFactory factory);
+  // The engine's tokenizer (e.g. to build SkipKV's token sets for hooks of
+  // one's own); valid while the engine lives.
+  static const Tokenizer& GetTokenizer(const Engine& engine);
 };
 
 }  // namespace skipkv

@@ -34,6 +34,9 @@ constexpr Bundled kBundled[] = {
     {"aime24", "aime24.jsonl", "question", "answer", "id", 16384},
     // The trained testbed's test split (tools/testbed/gen.py, format 3; traces of 178-1174 tokens).
     {"testbed", "testbed_test.jsonl", "prompt", "answer", "id", 1536, true},
+    // Its validation split (gen.py --split val --n 200 --seed 1; no prompt shared with the test split),
+    // for `skipkv calibrate`.
+    {"testbed-val", "testbed_val.jsonl", "prompt", "answer", "id", 1536, true},
 };
 
 }  // namespace
