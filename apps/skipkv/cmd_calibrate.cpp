@@ -112,6 +112,14 @@ void PrintSummary(const eval::CalibrationConfig& c, const eval::CalibrationResul
               static_cast<long long>(r.fullkv.correct), static_cast<long long>(r.fullkv.n), r.fullkv.accuracy(),
               r.fullkv.mean_tokens, static_cast<long long>(r.traces), static_cast<long long>(r.sentences),
               static_cast<long long>(r.pairs.compared));
+  if (r.policy_compared >= 0) {
+    const bool same = r.policy_compared == r.pairs.compared && r.policy_similar == r.pairs.similar;
+    std::printf("check against the policy's own PSS: %lld pairs compared, %lld with PSS >= 0.95 (recorded: %lld, "
+                "%lld)%s\n\n",
+                static_cast<long long>(r.policy_compared), static_cast<long long>(r.policy_similar),
+                static_cast<long long>(r.pairs.compared), static_cast<long long>(r.pairs.similar),
+                same ? ": equal" : ": DIFFERENT (the recorded sentences are not what the policy sees)");
+  }
   std::printf("PSS of sentence pairs              pairs      p5     p25     p50     p75     p95\n");
   for (const auto& [name, v] : {std::pair{"duplicates (same token ids)", &r.pairs.duplicate},
                                 std::pair{"same kind, other content", &r.pairs.same_kind}}) {
@@ -241,6 +249,7 @@ int RunCalibrate(const CalibrateOptions& o) {
   if (!eo.ok()) return Fail(eo.status().message());
   eo->batch_size = o.batch_size;
   eo->sort_by_length = false;
+  eo->observe_sentences = true;  // the policy's own pair counts, to check the recorded ones
   auto engine = Engine::Create(*eo);
   if (!engine.ok()) return Fail(engine.status().ToString());
   if (c.vector.enabled) {

@@ -60,6 +60,17 @@ nlohmann::json Spread(const std::vector<float>& v) {
   return j;
 }
 
+// Eq. 1 on unit embeddings, accumulated in double.
+float Dot(const std::vector<float>& a, const std::vector<float>& b) {
+  double dot = 0;
+  const size_t d = std::min(a.size(), b.size());
+  for (size_t k = 0; k < d; ++k) dot += static_cast<double>(a[k]) * b[k];
+  return static_cast<float>(dot);
+}
+
+// The paper's Fig. 14 threshold (RedundantSentenceSet::kFig14Threshold).
+constexpr float kFig14Threshold = 0.95f;
+
 double Round4(double v) { return std::round(v * 1e4) / 1e4; }
 
 // A float setting as written ("0.95", not 0.949999988).
@@ -75,14 +86,13 @@ PssPairs CollectPssPairs(std::span<const CalTrace> traces, int64_t window) {
       const size_t from = j > static_cast<size_t>(window) ? j - static_cast<size_t>(window) : 0;
       for (size_t i = from; i < j; ++i) {
         ++out.compared;
+        const float pss = Dot(s[i].embedding, s[j].embedding);
+        out.similar += pss >= kFig14Threshold;
         const bool same = s[i].tokens == s[j].tokens;
         const bool kind = !same && !s[i].tokens.empty() && !s[j].tokens.empty() &&
                           s[i].tokens.front() == s[j].tokens.front();
         if (!same && !kind) continue;
-        double dot = 0;
-        const size_t d = std::min(s[i].embedding.size(), s[j].embedding.size());
-        for (size_t k = 0; k < d; ++k) dot += static_cast<double>(s[i].embedding[k]) * s[j].embedding[k];
-        (same ? out.duplicate : out.same_kind).push_back(static_cast<float>(dot));
+        (same ? out.duplicate : out.same_kind).push_back(pss);
         (same ? out.duplicate_first : out.same_kind_first).push_back(s[j].tokens.front());
         (same ? out.duplicate_nonexec : out.same_kind_nonexec).push_back(s[j].nonexec ? 1 : 0);
       }
@@ -159,7 +169,9 @@ StatusOr<TauChoice> ChooseTau(const PssPairs& pairs, double percentile, double p
   TauChoice t;
   t.percentile = percentile;
   t.exact = Percentile(pairs.duplicate, percentile);
-  t.tau = std::floor(t.exact * 1000.0 + 1e-9) / 1000.0;
+  // Down to the 0.001 grid; a value within 1e-6 below a grid point (float
+  // noise of the PSS) counts as on it.
+  t.tau = std::floor(t.exact * 1000.0 + 1e-3) / 1000.0;
   if (!(t.tau > 0 && t.tau <= 1)) {
     return InvalidArgument("the " + Num(percentile) + "th percentile of the duplicates' PSS is " + Num(t.exact) +
                            " (τ " + Tau(t.tau) +
@@ -247,6 +259,13 @@ StatusOr<CalibrationResult> RunCalibration(const CalibrationConfig& config, Engi
     if (!started[i]) return Internal("problem " + c.problems[i].id + ": its FullKV trace was not recorded");
   }
   result.fullkv = Tally(full_res->rows, full.method.name, 0);
+  for (const auto& row : full_res->rows) {
+    const auto d = row.find("diagnostics");
+    if (d == row.end() || !d->contains("skipkv.compared_pairs")) continue;
+    if (result.policy_compared < 0) result.policy_compared = result.policy_similar = 0;
+    result.policy_compared += static_cast<int64_t>((*d)["skipkv.compared_pairs"].get<double>());
+    result.policy_similar += static_cast<int64_t>(d->value("skipkv.similar_pairs", 0.0));
+  }
 
   // 2. τ from the PSS of sentence pairs, as the policy compares them.
   if (stage) stage("pss");
@@ -320,6 +339,12 @@ StatusOr<nlohmann::json> CalibrationProvenance(const CalibrationConfig& config, 
       {"traces", r.traces},
       {"pss_sentences", r.sentences},
       {"compared_pairs", r.pairs.compared},
+      {"pairs_pss_ge_0.95", r.pairs.similar},
+      {"policy_check",
+       {{"compared_pairs", r.policy_compared},
+        {"pairs_pss_ge_0.95", r.policy_similar},
+        {"note", "the FullKV rows' skipkv.compared_pairs / skipkv.similar_pairs (the policy's own PSS in "
+                 "observation mode), summed; -1 = not observed"}}},
       {"duplicate", Spread(r.pairs.duplicate)},
       {"same_kind", Spread(r.pairs.same_kind)},
       {"duplicate_recall", Round4(r.tau.recall)},

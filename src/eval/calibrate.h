@@ -56,6 +56,7 @@ struct PssPairs {
   std::vector<int32_t> duplicate_first, same_kind_first;
   std::vector<uint8_t> duplicate_nonexec, same_kind_nonexec;
   int64_t compared = 0;  // every pair in the window
+  int64_t similar = 0;   // of those, pairs with PSS >= 0.95 (paper Fig. 14's count, as the policy's diagnostics)
 };
 // PSS(i, j) = e_i · e_j (Eq. 1). window >= 1; embeddings of equal width.
 PssPairs CollectPssPairs(std::span<const CalTrace> traces, int64_t window);
@@ -82,7 +83,7 @@ double ShareAbove(std::span<const float> values, double threshold);
 struct TauChoice {
   double percentile = 5;
   double exact = 0;  // the percentile of the duplicates' PSS
-  double tau = 0;    // exact rounded down to a multiple of 0.001
+  double tau = 0;    // exact rounded down to a multiple of 0.001 (a value within 1e-6 below one counts as on it)
   double recall = 0;           // share of duplicate pairs with PSS > tau
   double same_kind_above = 0;  // share of same-kind pairs with PSS > tau (false positives)
   double paper_tau = 0.95;
@@ -129,6 +130,11 @@ struct CalibrationResult {
   PssPairs pairs;
   TauChoice tau;
   GridPoint fullkv;  // alpha0 unused
+  // The policy's own counts over the same traces (the FullKV rows'
+  // skipkv.compared_pairs / skipkv.similar_pairs, EngineOptions::
+  // observe_sentences), -1 when the rows have none: equal to pairs.compared /
+  // pairs.similar when the recorder saw what the policy sees.
+  int64_t policy_compared = -1, policy_similar = -1;
   std::vector<GridPoint> grid;
   AlphaChoice alpha;
   double paper_alpha0 = 0, paper_gamma = 0;
@@ -138,8 +144,10 @@ struct CalibrationResult {
 // are computed, "grid" before the SEAL sweep.
 using CalibrationStageCallback = std::function<void(const std::string& stage)>;
 
-// Runs the calibration (see the file comment). Errors: an existing rows
-// file, a sweep error, or ChooseTau's.
+// Runs the calibration (see the file comment). The engine should observe
+// sentences (EngineOptions::observe_sentences) so that the policy's own pair
+// counts check the recorded ones. Errors: an existing rows file, a sweep
+// error, or ChooseTau's.
 StatusOr<CalibrationResult> RunCalibration(const CalibrationConfig& config, Engine& engine,
                                            const SweepProgressCallback& progress = nullptr,
                                            const CalibrationStageCallback& stage = nullptr);
