@@ -86,7 +86,8 @@ ConvertOutcome ToEngineRequest(const ParsedRequest& p, const ConvertLimits& limi
       }
     }
     StatusOr<MethodPreset> preset =
-        MakePreset(preset_name, kv.budget, overrides, vec ? vec->config : SteeringConfig{});
+        MakePreset(preset_name, kv.budget, overrides, vec ? vec->config : SteeringConfig{},
+                   PresetContext{"", "", limits.file_presets});
     if (!preset.ok()) {
       // The registry's errors name the field at fault (Status::field): a
       // method parameter's key, which is also its name in "kv", or "method".
