@@ -25,7 +25,6 @@
 #include <string>
 #include <vector>
 
-#include "eval/preset_file_shim.h"  // TEMPORARY
 #include "eval/sweep.h"
 #include "skipkv/engine.h"
 #include "skipkv/presets.h"
