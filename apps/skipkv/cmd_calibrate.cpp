@@ -274,7 +274,12 @@ int RunCalibrate(const CalibrateOptions& o) {
   if (!result.ok()) return Fail(result.status().message());
   auto prov = eval::CalibrationProvenance(c, *result, **engine, CommandLine());
   if (!prov.ok()) return Fail(prov.status().message());
-  const std::vector<PresetFileEntry> presets = eval::CalibratedPresets(*result, *prov);
+  std::vector<PresetFileEntry> presets = eval::CalibratedPresets(*result, *prov);
+  for (auto& e : presets) {
+    e.source = o.output;
+    const Status st = ValidatePresetFileEntry(e);
+    if (!st.ok()) return Fail("internal: preset " + e.name + " does not validate: " + st.ToString());
+  }
   const std::string tmp = o.output + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);
@@ -284,6 +289,9 @@ int RunCalibrate(const CalibrateOptions& o) {
   std::error_code ec;
   std::filesystem::rename(tmp, o.output, ec);
   if (ec) return Fail("cannot rename " + tmp + " to " + o.output + ": " + ec.message());
+  // What eval / demo / serve --presets will read.
+  auto reread = LoadPresetFile(o.output);
+  if (!reread.ok()) return Fail("the written file does not load: " + reread.status().ToString());
   PrintSummary(c, *result, o.model + " (" + (*engine)->info().name + ")", *prov, presets, o.output);
   return 0;
 }

@@ -98,6 +98,27 @@ TEST(CalibrateE2e, TestbedValidationSplitWritesThePresets) {
   EXPECT_EQ(rows["seal-a0p25"], 16);
   EXPECT_EQ(rows.size(), 5u);
 
+  // eval reads the file: the rows run with the calibrated values.
+  const std::string eval_rows = dir + "/eval.jsonl";
+  const auto ev = e2e::RunSkipkv(
+      dir, {"eval", "-m", ":testbed:", "--presets", out, "--methods", "rkv+sentence-cal,skipkv-cal", "--budgets",
+            "300", "--dataset", "testbed-val", "--limit", "2", "--steer",
+            std::string(SKIPKV_DATA_DIR) + "/models/testbed/steer_vector.gguf", "--steer-layer", "2", "-t", "1",
+            "-q", "-o", eval_rows});
+  ASSERT_EQ(ev.exit_code, 0) << ev.err;
+  std::istringstream erows(e2e::ReadAll(eval_rows));
+  int n_eval = 0;
+  for (std::string line; std::getline(erows, line); ++n_eval) {
+    const auto mc = nlohmann::json::parse(line).at("method_config");
+    EXPECT_EQ(mc.at("preset_file"), out);
+    EXPECT_NEAR(mc.at("skipkv.sim_threshold").get<double>(), t, 1e-6);
+    if (mc.at("preset") == "skipkv-cal") {
+      EXPECT_NEAR(mc.at("steer.alpha0").get<double>(), best, 1e-6);
+      EXPECT_NEAR(mc.at("steer.gamma").get<double>(), best * 0.02, 1e-6);
+    }
+  }
+  EXPECT_EQ(n_eval, 4);
+
   // A second run into the same rows file is refused (its traces would be resumed, not recorded).
   const auto again = e2e::RunSkipkv(dir, {"calibrate", "--limit", "2", "-t", "1", "-o", out});
   EXPECT_EQ(again.exit_code, 1);

@@ -1,7 +1,7 @@
 // skipkv calibrate's rules (src/eval/calibrate.h) on hand-made inputs: the
 // pair collection (kinds, the policy's window), the percentile, the τ rule
 // (a fixture whose 5th percentile is computed by hand), the α0 rule and the
-// presets written from a result.
+// presets written from a result (valid file presets that read back).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -186,6 +186,17 @@ TEST(CalibrateTest, PresetsCarryTheCalibratedValues) {
     EXPECT_EQ(nlohmann::json::parse(e.provenance_json), prov) << e.name;
     EXPECT_NE(e.description.find("testbed-val"), std::string::npos) << e.description;
     EXPECT_NE(e.description.find("paper: tau 0.95"), std::string::npos) << e.description;
+  }
+  // Every entry is a valid file preset, and the file's text reads back as written.
+  for (const auto& e : with) EXPECT_TRUE(ValidatePresetFileEntry(e).ok()) << e.name;
+  auto back = ParsePresetFile(PresetFileJson(with), "cal.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->size(), with.size());
+  for (size_t i = 0; i < with.size(); ++i) {
+    EXPECT_EQ((*back)[i].name, with[i].name);
+    EXPECT_EQ((*back)[i].base, with[i].base);
+    EXPECT_EQ((*back)[i].settings, with[i].settings);
+    EXPECT_EQ(nlohmann::json::parse((*back)[i].provenance_json), prov);
   }
   // Without α0: τ only, and skipkv-cal says it steers at the paper's strength.
   r.alpha.alpha0.reset();
