@@ -35,8 +35,7 @@ void SkipkvSentenceHooks::OnStart(const SequenceStart& start) {
   redundant_.emplace(start.d_model, config_.sim_threshold, config_.max_sentences, config_.lambda_rule());
   const int32_t first = static_cast<int32_t>(start.pad_len);
   tracker_->Reset(first, first + static_cast<int32_t>(start.prompt.size()));
-  pending_text_.clear();
-  pending_valid_ = false;
+  pending_.Clear();
   nonexec_ = pss_sentences_ = updates_ = 0;
   busy_ = {};
 }
@@ -57,9 +56,7 @@ void SkipkvSentenceHooks::OnFinalHidden(std::span<const BatchToken> rows, const 
     if (!row.valid) continue;
     // A decode row feeds the token sampled last (its text came through
     // OnToken); prefill rows are prompt tokens, whose text is not known here.
-    std::string_view text;
-    if (pending_valid_ && row.token == pending_token_) text = pending_text_;
-    pending_valid_ = false;
+    const std::string_view text = pending_.Take(row.token);
     if (!tracker_->Add(row.token, row.gen_pos, hidden + i * static_cast<size_t>(d), text)) continue;
     const Sentence& s = tracker_->sentences().back();
     if (s.prompt && !config_.pss_include_prompt) continue;  // A3
@@ -74,9 +71,7 @@ void SkipkvSentenceHooks::OnFinalHidden(std::span<const BatchToken> rows, const 
 }
 
 void SkipkvSentenceHooks::OnToken(int32_t token, std::string_view text) {
-  pending_token_ = token;
-  pending_text_.assign(text);
-  pending_valid_ = true;
+  pending_.Set(token, text);
 }
 
 std::vector<std::pair<std::string, double>> SkipkvSentenceHooks::Diagnostics() const {

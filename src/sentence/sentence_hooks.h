@@ -72,9 +72,7 @@ class SkipkvSentenceHooks : public SequenceHooks {
   bool observe_;
   std::optional<SentenceTracker> tracker_;
   std::optional<RedundantSentenceSet> redundant_;
-  std::string pending_text_;  // text of the sampled token not yet fed
-  bool pending_valid_ = false;
-  int32_t pending_token_ = -1;
+  PendingTokenText pending_;  // text of the sampled token not yet fed
   int64_t nonexec_ = 0;
   int64_t pss_sentences_ = 0;
   int64_t updates_ = 0;

@@ -18,7 +18,7 @@ void SentenceRecorder::OnStart(const SequenceStart& start) {
   first_pos_ = static_cast<int32_t>(start.pad_len);
   tracker_->Reset(first_pos_, first_pos_ + static_cast<int32_t>(start.prompt.size()));
   fed_.clear();
-  pending_valid_ = false;
+  pending_.Clear();
 }
 
 void SentenceRecorder::OnFinalHidden(std::span<const BatchToken> rows, const float* hidden) {
@@ -29,9 +29,7 @@ void SentenceRecorder::OnFinalHidden(std::span<const BatchToken> rows, const flo
     if (!row.valid) continue;
     // As SkipkvSentenceHooks: a decode row feeds the token sampled last,
     // whose text came through OnToken; prompt rows have no text here.
-    std::string_view text;
-    if (pending_valid_ && row.token == pending_token_) text = pending_text_;
-    pending_valid_ = false;
+    const std::string_view text = pending_.Take(row.token);
     fed_.push_back(row.token);
     if (!tracker_->Add(row.token, row.gen_pos, hidden + i * static_cast<size_t>(d), text)) continue;
     const Sentence& s = tracker_->sentences().back();
@@ -47,9 +45,7 @@ void SentenceRecorder::OnFinalHidden(std::span<const BatchToken> rows, const flo
 }
 
 void SentenceRecorder::OnToken(int32_t token, std::string_view text) {
-  pending_token_ = token;
-  pending_text_.assign(text);
-  pending_valid_ = true;
+  pending_.Set(token, text);
 }
 
 }  // namespace skipkv

@@ -48,9 +48,7 @@ class SentenceRecorder : public SequenceHooks {
   std::unique_ptr<SentenceTracker> tracker_;
   int32_t first_pos_ = 0;
   std::vector<int32_t> fed_;  // token ids fed so far, by gen_pos - first_pos_
-  std::string pending_text_;  // text of the sampled token not yet fed
-  bool pending_valid_ = false;
-  int32_t pending_token_ = -1;
+  PendingTokenText pending_;  // text of the sampled token not yet fed
 };
 
 }  // namespace skipkv

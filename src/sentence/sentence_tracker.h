@@ -80,4 +80,31 @@ class SentenceTracker {
   int64_t dropped_ = 0;
 };
 
+// The decoded text of the token sampled last, kept until that token is fed:
+// hooks get a sampled token's text (OnToken) one forward before its hidden
+// row (OnFinalHidden). Shared by SkipkvSentenceHooks and SentenceRecorder,
+// so both feed their tracker the same text.
+class PendingTokenText {
+ public:
+  void Set(int32_t token, std::string_view text) {
+    token_ = token;
+    text_.assign(text);
+    valid_ = true;
+  }
+  // The text to feed with a row of `token`: the pending text if it is that
+  // token's, else empty (prompt rows). Either way nothing is pending after;
+  // the view lives until the next Set.
+  std::string_view Take(int32_t token) {
+    const bool match = valid_ && token == token_;
+    valid_ = false;
+    return match ? std::string_view(text_) : std::string_view();
+  }
+  void Clear() { valid_ = false; }
+
+ private:
+  std::string text_;
+  int32_t token_ = -1;
+  bool valid_ = false;
+};
+
 }  // namespace skipkv
