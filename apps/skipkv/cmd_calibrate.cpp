@@ -50,6 +50,7 @@ struct CalibrateOptions {
   std::string prompt = "auto";
   std::string output = "calibrated-presets.json";
   std::string rows;
+  std::string traces;
   double percentile = 5;
   double tolerance = 1;
   std::string alpha_grid = "1,0.5,0.25,0.125";
@@ -184,6 +185,7 @@ int RunCalibrate(const CalibrateOptions& o) {
   if (!(o.tolerance >= 0)) return Fail("--tolerance-points (" + std::to_string(o.tolerance) + ") must be >= 0");
   eval::CalibrationConfig c;
   c.percentile = o.percentile;
+  c.traces_path = o.traces;
   c.tolerance_points = o.tolerance;
   c.alpha_grid.clear();
   for (const auto& item : SplitComma(o.alpha_grid)) {
@@ -328,6 +330,9 @@ CommandRegistrar reg(
       sub.add_option("--rows", o->rows,
                      "Results JSONL of the FullKV and SEAL runs (eval's rows; must not exist; default: the output's "
                      "name with .rows.jsonl)");
+      sub.add_option("--traces", o->traces,
+                     "Also write the recorded sentences (token ids, unit embeddings; JSONL, one line per problem; "
+                     "must not exist), from which the tau rule can be recomputed");
       sub.add_option("--percentile", o->percentile, "tau = this percentile of the duplicates' PSS")
           ->capture_default_str();
       sub.add_option("--tolerance-points", o->tolerance, "alpha0: SEAL may lose at most this many accuracy points")

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 
@@ -218,6 +219,9 @@ StatusOr<CalibrationResult> RunCalibration(const CalibrationConfig& config, Engi
                            "generated, which a resumed row does not have; remove it or name another rows file");
   }
 
+  if (!config.traces_path.empty() && std::filesystem::exists(config.traces_path, ec))
+    return InvalidArgument(config.traces_path + " exists: the traces file is written afresh; remove it");
+
   CalibrationResult result;
   const SteeringConfig paper;  // the project's (= the paper's) adaptive steering defaults
   result.paper_alpha0 = Clean(paper.alpha0);
@@ -270,13 +274,25 @@ StatusOr<CalibrationResult> RunCalibration(const CalibrationConfig& config, Engi
   // 2. τ from the PSS of sentence pairs, as the policy compares them.
   if (stage) stage("pss");
   std::vector<CalTrace> traces;
+  std::ofstream traces_out;
+  if (!config.traces_path.empty()) {
+    traces_out.open(config.traces_path, std::ios::binary);
+    if (!traces_out) return IoError("cannot write " + config.traces_path);
+  }
   for (size_t i = 0; i < c.problems.size(); ++i) {
     CalTrace t;
     t.problem = c.problems[i].id;
+    nlohmann::json line = {{"problem", t.problem}, {"sentences", nlohmann::json::array()}};
     for (RecordedSentence& s : recorded[i]) {
       if (s.prompt && !pc.pss_include_prompt) continue;  // A3, as SkipkvSentenceHooks
+      if (traces_out.is_open()) {
+        line["sentences"].push_back(
+            {{"b", s.b}, {"e", s.e}, {"nonexec", s.nonexec}, {"tokens", s.tokens}, {"embedding", s.embedding}});
+      }
       t.sentences.push_back({std::move(s.tokens), std::move(s.embedding), s.nonexec});
     }
+    if (traces_out.is_open() && !(traces_out << line.dump() << "\n"))
+      return IoError("cannot write " + config.traces_path);
     result.sentences += static_cast<int64_t>(t.sentences.size());
     traces.push_back(std::move(t));
   }

@@ -121,6 +121,11 @@ struct CalibrationConfig {
   std::vector<double> alpha_grid = {1.0, 0.5, 0.25, 0.125};
   double percentile = 5;
   double tolerance_points = 1;
+  // When set, the recorded traces are written there (JSONL, one line per
+  // problem: {"problem", "sentences": [{"b", "e", "nonexec", "tokens",
+  // "embedding"}]}, the sentences that take part in the PSS), so the τ rule
+  // can be recomputed from them. The file must not exist.
+  std::string traces_path;
 };
 
 struct CalibrationResult {

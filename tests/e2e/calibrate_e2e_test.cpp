@@ -2,16 +2,19 @@
 // reduced to 16 problems. The preset file must hold the calibrated presets, their settings must be
 // the provenance's values, the provenance must reproduce both rules from its own figures (τ = the
 // 5th percentile of the duplicates' PSS rounded down; α0 = the largest grid value within 1 point of
-// FullKV, γ = α0 · 0.02), and the recorded pairs must be the policy's own (its compared / ≥ 0.95
-// counts, from the FullKV rows' diagnostics). Test splits and an existing rows file are refused.
+// FullKV, γ = α0 · 0.02), the τ rule recomputed here from the recorded traces (--traces) must give
+// the same τ, and the recorded pairs must be the policy's own (its compared / ≥ 0.95 counts, from the
+// FullKV rows' diagnostics). eval runs the file's presets with the calibrated values. Test splits and an existing rows file are refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli_runner.h"
 
@@ -27,7 +30,8 @@ const nlohmann::json* FindPreset(const nlohmann::json& file, const std::string& 
 TEST(CalibrateE2e, TestbedValidationSplitWritesThePresets) {
   const std::string dir = e2e::TestDir("calibrate");
   const std::string out = dir + "/cal.json";
-  const auto r = e2e::RunSkipkv(dir, {"calibrate", "--limit", "16", "-t", "1", "-o", out});
+  const std::string traces = dir + "/traces.jsonl";
+  const auto r = e2e::RunSkipkv(dir, {"calibrate", "--limit", "16", "-t", "1", "--traces", traces, "-o", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::printf("%s", r.out.c_str());
   EXPECT_NE(r.out.find("tau = the 5th percentile"), std::string::npos) << r.out;
@@ -64,6 +68,39 @@ TEST(CalibrateE2e, TestbedValidationSplitWritesThePresets) {
   char setting[32];
   std::snprintf(setting, sizeof setting, "sim_threshold=%.3f", t);
   EXPECT_EQ(rkv->at("settings"), nlohmann::json::array({setting}));
+  // The rule recomputed here from the recorded traces: every pair of one trace (16 traces hold far fewer
+  // than K = 1024 sentences), duplicates = identical ids, same kind = same first id; the 5th percentile
+  // by linear interpolation, rounded down to 0.001.
+  std::vector<double> dup;
+  int64_t same_kind = 0, lines = 0;
+  std::istringstream tin(e2e::ReadAll(traces));
+  for (std::string line; std::getline(tin, line); ++lines) {
+    const auto sent = nlohmann::json::parse(line).at("sentences");
+    for (size_t j = 0; j < sent.size(); ++j) {
+      for (size_t i = 0; i < j; ++i) {
+        const auto ti = sent[i].at("tokens").get<std::vector<int>>(), tj = sent[j].at("tokens").get<std::vector<int>>();
+        if (ti != tj) {
+          same_kind += ti.front() == tj.front();
+          continue;
+        }
+        const auto ei = sent[i].at("embedding").get<std::vector<float>>();
+        const auto ej = sent[j].at("embedding").get<std::vector<float>>();
+        double d = 0;
+        for (size_t k = 0; k < ei.size(); ++k) d += static_cast<double>(ei[k]) * ej[k];
+        dup.push_back(static_cast<float>(d));
+      }
+    }
+  }
+  EXPECT_EQ(lines, 16);
+  ASSERT_EQ(static_cast<int64_t>(dup.size()), tau.at("duplicate").at("pairs").get<int64_t>());
+  EXPECT_EQ(same_kind, tau.at("same_kind").at("pairs").get<int64_t>());
+  std::sort(dup.begin(), dup.end());
+  const double h = (dup.size() - 1) * 0.05;
+  const size_t lo = static_cast<size_t>(h);
+  const double p5 = dup[lo] + (h - lo) * (dup[lo + 1] - dup[lo]);
+  EXPECT_NEAR(p5, tau.at("exact_percentile").get<double>(), 1e-4);
+  EXPECT_DOUBLE_EQ(std::floor(p5 * 1000 + 1e-3) / 1000, t);
+
   // The recorder saw the policy's pairs.
   EXPECT_EQ(tau.at("policy_check").at("compared_pairs"), tau.at("compared_pairs"));
   EXPECT_EQ(tau.at("policy_check").at("pairs_pss_ge_0.95"), tau.at("pairs_pss_ge_0.95"));
