@@ -33,14 +33,20 @@ struct PresetDef {
 // Where their code differs from the project's defaults; the row numbers are
 // issue 38's table (docs/kv-policies.md, "Parity with the authors' code").
 constexpr const char* kAuthorsFullkv[] = {
-    "grouping=true",  // row 8: run_math.py sorts prompts by length for every method
+    "grouping=true",                  // row 8: run_math.py sorts prompts by length for every method
+    "prompt=raw",                     // row 2: run_task, R-KV's prompt_template without a chat template
+    "max_length_counts_prompt=true",  // row 3: generate(max_length=...)
 };
 constexpr const char* kAuthorsRkv[] = {
-    "grouping=true",              // row 8
-    "pad_mask_seen_tokens=true",  // row 11: the layer mask, not the slots' pad flags
+    "grouping=true",                  // row 8
+    "prompt=raw",                     // row 2
+    "max_length_counts_prompt=true",  // row 3
+    "pad_mask_seen_tokens=true",      // row 11: the layer mask, not the slots' pad flags
 };
 constexpr const char* kAuthorsSkipkv[] = {
     "grouping=true",                                                      // row 8
+    "prompt=seal-chat",                                                   // row 2: run_seal, --use_chat_format
+    "max_length_counts_prompt=true",                                      // row 3
     "pad_mask_seen_tokens=true",                                          // row 11
     "sim_threshold=0.95",                                                 // row 1: run_math.py's default S_threshold
     "pss_include_prompt=true",                                            // row 7
@@ -123,6 +129,16 @@ Status Apply(MethodPreset& p, const std::string& field, const std::string& value
   if (field == "grouping") {
     return ParseArgValue(p.grouping, ArgInfo{"grouping", "", "", kArgSet, ArgScope::kAny}, value);
   }
+  if (field == "max_length_counts_prompt") {
+    return ParseArgValue(p.max_length_counts_prompt,
+                         ArgInfo{"max_length_counts_prompt", "", "", kArgSet, ArgScope::kAny}, value);
+  }
+  if (field == "prompt") {
+    StatusOr<PromptStyle> style = ParsePromptStyle(value);
+    if (!style.ok()) return InvalidField(field, field + "=" + value + ": " + style.status().message());
+    p.prompt = *style;
+    return Status::Ok();
+  }
   bool found = false;
   Status result = Status::Ok();
   std::string known;
@@ -148,7 +164,9 @@ Status Apply(MethodPreset& p, const std::string& field, const std::string& value
     }
     result = ParseArgValue(target, info, value);  // its errors name the field
   });
-  if (!found) return InvalidField(field, "unknown field '" + field + "' (known: " + known + ", grouping)");
+  if (!found)
+    return InvalidField(field, "unknown field '" + field + "' (known: " + known +
+                                   ", grouping, prompt, max_length_counts_prompt)");
   return result;
 }
 
@@ -169,6 +187,24 @@ Status ApplyOverride(MethodPreset& p, const std::string& o) {
 }
 
 }  // namespace
+
+StatusOr<PromptStyle> ParsePromptStyle(const std::string& s) {
+  if (s == "chat") return PromptStyle::kChat;
+  if (s == "raw") return PromptStyle::kRaw;
+  if (s == "plain") return PromptStyle::kPlain;
+  if (s == "seal-chat") return PromptStyle::kSealChat;
+  return InvalidArgument("prompt style '" + s + "' is not one of: chat, raw, plain, seal-chat");
+}
+
+const char* PromptStyleName(PromptStyle s) {
+  switch (s) {
+    case PromptStyle::kChat: return "chat";
+    case PromptStyle::kRaw: return "raw";
+    case PromptStyle::kPlain: return "plain";
+    case PromptStyle::kSealChat: return "seal-chat";
+  }
+  return "chat";
+}
 
 std::span<const AuthorsRun> AuthorsRuns() { return kAuthorsRuns; }
 
@@ -260,6 +296,9 @@ std::string PresetJson(const MethodPreset& p) {
   std::string m = MethodJson(p.method);  // "{...}"
   m.pop_back();
   m += ",\"preset\":\"" + p.preset + "\",\"grouping\":" + (p.grouping ? "true" : "false");
+  // Only when set, so that rows written before these fields keep their configuration.
+  if (p.prompt) m += ",\"prompt\":\"" + std::string(PromptStyleName(*p.prompt)) + "\"";
+  if (p.max_length_counts_prompt) m += ",\"max_length_counts_prompt\":true";
   if (!p.authors_run.empty()) m += ",\"authors_run\":\"" + p.authors_run + "\"";
   return m + "}";
 }

@@ -54,6 +54,11 @@ ConvertOutcome ToEngineRequest(const ParsedRequest& p, const ConvertLimits& limi
             Bad("kv.grouping", "kv.grouping sorts a sweep's padded batches; the server runs ragged batches");
         return out;
       }
+      if (o.rfind("max_length_counts_prompt=", 0) == 0) {
+        out.error = Bad("kv.max_length_counts_prompt",
+                        "kv.max_length_counts_prompt bounds an eval sweep's rows; give max_tokens");
+        return out;
+      }
       overrides.push_back(kv.preset + "." + o);
     }
     // The vector: the one named, else the server's default (if any).
