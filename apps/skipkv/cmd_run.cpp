@@ -38,7 +38,7 @@ struct RunOptions {
   int threads = 0;
   std::string kv_type = "f16";
   std::string weights = "auto";
-  MethodConfig method;  // every request's method: name (--method seal), kv, steer
+  MethodConfig method;  // every request's method: name (--method PRESET), kv, steer
   MethodFlags method_flags;  // the flags of `method`'s declared parameters (skipkv/method_args.h)
   int batch_size = 0;
   bool no_sort = false;
@@ -315,9 +315,7 @@ CommandRegistrar reg("run", "Generate text (streams tokens; default: a story fro
   sub.add_flag("--json", o->json, "Print one JSON result line per request instead of the text");
   sub.add_flag("-q,--quiet", o->quiet, "No summary on stderr");
   return [o] {
-    Status st = o->method_flags.FinishKv();
-    if (st.ok()) st = o->method_flags.FinishSteer();
-    if (!st.ok()) return Fail(st.message());
+    if (Status st = o->method_flags.FinishRun(); !st.ok()) return Fail(st.message());
     return RunGenerate(*o);
   };
 });
