@@ -30,6 +30,7 @@
 #include "eval/results.h"
 #include "eval/sweep.h"
 #include "eval_cli.h"
+#include "preset_file_flag.h"
 #include "skipkv/steering.h"
 
 namespace skipkv::cli {
@@ -50,6 +51,7 @@ struct DemoOptions {
   std::string steer = "auto";  // auto: the testbed's vector beside its model in --data-dir; none; or a file
   int steer_layer = 2;         // the output of layer 2, after 3 of the testbed's 4 layers: SEAL's depth (direction 20 of 28)
   float steer_coef = 1.0f;     // SEAL's default strength
+  cli::PresetFileFlag presets;
 };
 
 // The steering vector the demo uses: --steer FILE, none, or (auto) the
@@ -100,7 +102,7 @@ void PrintTable(const std::vector<nlohmann::json>& summary, double full_len) {
   }
 }
 
-int RunDemo(const DemoOptions& o) {
+int RunDemo(DemoOptions& o) {
   if (o.limit < 1) return Fail("--limit (" + std::to_string(o.limit) + ") must be >= 1");
   if (o.batch_size < 1) return Fail("--batch-size (" + std::to_string(o.batch_size) + ") must be >= 1");
   if (o.interval < 1) return Fail("--interval (" + std::to_string(o.interval) + ") must be >= 1");
@@ -117,8 +119,10 @@ int RunDemo(const DemoOptions& o) {
   const std::vector<std::string> overrides = {"interval=" + std::to_string(o.interval)};
   auto steering = DemoSteering(o);
   if (!steering.ok()) return Fail(steering.status().message());
+  if (Status st = o.presets.Load(); !st.ok()) return Fail(st.message());
+  const PresetContext context = o.presets.context();
   for (const auto& m : methods) {  // check names and overrides before loading anything
-    auto p = MakePreset(m, 1024, overrides, *steering);  // interval: skipped by methods that do not evict
+    auto p = MakePreset(m, 1024, overrides, *steering, context);  // interval: skipped by methods that do not evict
     if (!p.ok()) return Fail(p.status().message());
   }
 
@@ -186,7 +190,7 @@ int RunDemo(const DemoOptions& o) {
   c.pairs.clear();
   for (const auto& m : methods) {
     for (int64_t b : budgets) {
-      auto p = MakePreset(m, b, overrides, *steering);
+      auto p = MakePreset(m, b, overrides, *steering, context);
       if (!p.ok()) return Fail(p.status().message());
       c.pairs.push_back(*p);
     }
@@ -230,6 +234,7 @@ CommandRegistrar reg(
       sub.add_option("--steer-layer", o->steer_layer, "Direction l of the vector, added at the output of layer l (docs/steering.md)")
           ->capture_default_str();
       sub.add_option("--steer-coef", o->steer_coef, "SEAL's fixed strength")->capture_default_str();
+      o->presets.Add(sub);
       sub.add_flag("-q,--quiet", o->quiet, "No progress on stderr");
       return [o]() { return RunDemo(*o); };
     });

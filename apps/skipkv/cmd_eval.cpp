@@ -29,6 +29,7 @@
 #include "eval/sweep.h"
 #include "eval_subcommands.h"
 #include "method_flags.h"
+#include "preset_file_flag.h"
 #include "skipkv/steering.h"
 
 namespace skipkv::cli {
@@ -172,6 +173,7 @@ struct SweepOptions {
   MethodConfig method;
   MethodFlags method_flags;
   CodeGradeFlags grading;  // code datasets (LiveCodeBench)
+  PresetFileFlag presets;  // --presets FILE
 };
 
 int RunSweepCommand(SweepOptions& o) {
@@ -222,7 +224,9 @@ int RunSweepCommand(SweepOptions& o) {
   if (Status st = o.method_flags.FinishKv(); !st.ok()) return Fail(st.message());
   auto vector = o.method_flags.Vector();
   if (!vector.ok()) return Fail(vector.status().message());
-  const PresetContext context{o.model, spec->name};  // the *-authors presets' τ table
+  if (Status st = o.presets.Load(); !st.ok()) return Fail(st.message());
+  // The *-authors presets' τ table and the preset file's presets.
+  const PresetContext context = o.presets.context(o.model, spec->name);
   for (const auto& m : SplitComma(o.methods)) {
     auto probe = MakePreset(m, budgets.empty() ? 1024 : budgets[0], o.overrides, *vector, context);
     if (!probe.ok()) return Fail(probe.status().message());
@@ -325,6 +329,7 @@ CommandRegistrar reg(
       sub.add_option("--limit", o->limit, "Only the first N problems (0 = all)")->capture_default_str();
       sub.add_option("--methods", o->methods, "Comma-separated presets or LABEL=PRESET: " + PresetList());
       sub.add_option("--budgets", o->budgets, "Comma-separated KV budgets (fullkv runs once)");
+      o->presets.Add(sub);
       sub.add_option("--set", o->overrides,
                      "Override a preset field: FIELD=VALUE or METHOD.FIELD=VALUE (repeatable); besides the method "
                      "parameters: grouping, prompt, max_length_counts_prompt");

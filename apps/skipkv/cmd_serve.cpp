@@ -16,6 +16,7 @@
 #include "serve/server.h"
 #include "skipkv/server_engine.h"
 #include "method_flags.h"
+#include "preset_file_flag.h"
 
 namespace skipkv::cli {
 namespace {
@@ -31,6 +32,7 @@ struct ServeOptions {
   std::string chat_template = "auto";
   MethodConfig method;  // the default method (requests without "kv"): its kv; and the default vector
   MethodFlags method_flags;  // declared parameters with kArgServe (skipkv/method_args.h)
+  PresetFileFlag presets;    // --presets FILE
   std::string kv_memory;
   int max_active = 0;
   bool no_mix = false;
@@ -45,6 +47,8 @@ int Fail(const std::string& msg) {
 
 int RunServe(ServeOptions& o) {
   if (Status st = o.method_flags.FinishKv(); !st.ok()) return Fail(st.message());
+  if (Status st = o.presets.Load(); !st.ok()) return Fail(st.message());
+  o.server.file_presets = o.presets.entries();
   auto common = CommonEngineOptions(o.model, o.tokenizer, o.threads, o.kv_type, o.n_ubatch, o.weights);
   if (!common.ok()) return Fail(common.status().message());
   EngineOptions eo = *common;
@@ -145,6 +149,7 @@ CommandRegistrar reg("serve", "OpenAI-compatible HTTP server with per-request KV
   // The default method's --kv-policy, --kv-budget, ... and the default steering vector
   // (--steer, --steer-layer, strengths): requests choose steering by preset (seal, skipkv, ...).
   o->method_flags.Add(sub, &o->method, kArgServe);
+  o->presets.Add(sub);
   sub.add_option("--ubatch", o->n_ubatch, "Prefill chunk: most prompt tokens per sequence per forward")
       ->capture_default_str();
   sub.add_option("-c,--ctx", o->n_ctx, "Context length to allow (0 = the model's)")->capture_default_str();

@@ -75,6 +75,10 @@ struct MethodPreset {
   // The preset steers when a vector is given and runs unsteered otherwise
   // (skipkv, skipkv-authors): callers may say so when none was given.
   bool steers_if_given = false;
+  // A preset from a preset file (--presets FILE): the built-in it extends
+  // and the file it came from; both empty for a built-in preset.
+  std::string base;
+  std::string preset_file;
   bool full() const { return !TraitsOf(method).evicts; }  // keeps every slot (fullkv, seal, fullkv-authors)
 };
 
@@ -105,10 +109,38 @@ std::span<const AuthorsRun> AuthorsRuns();
 // aime24, gsm8k) and a budget; nullptr if the authors have none.
 const AuthorsRun* FindAuthorsRun(const std::string& model, const std::string& dataset, int64_t budget);
 
-// What a sweep knows about its runs, for the *-authors presets' table.
+// A preset defined in a preset file (`--presets FILE`, written by `skipkv
+// calibrate`; format in docs/calibration.md): a built-in `base` preset plus
+// FIELD=VALUE `settings` (the --set fields, unscoped), applied after the
+// base's own settings and before the user's --set. A setting whose field the
+// base method does not use is an error, except the steering strength
+// (steer_*) of a preset that runs unsteered without a vector.
+struct PresetFileEntry {
+  std::string name;  // [A-Za-z0-9+_-]+, not a built-in name or alias
+  std::string base;  // a built-in preset (file presets do not chain)
+  std::vector<std::string> settings;
+  std::string description;      // one line
+  std::string provenance_json;  // a JSON object (how the values were chosen), "{}" if none
+  std::string source;           // the file it was read from (for messages and provenance)
+};
+
+// Parses a preset file's text (`source` names it in errors: "FILE: field
+// 'presets[1].base': ..."); every entry is checked as ValidatePresetFileEntry
+// does. LoadPresetFile reads the file first (NotFound naming it).
+StatusOr<std::vector<PresetFileEntry>> ParsePresetFile(const std::string& text, const std::string& source);
+StatusOr<std::vector<PresetFileEntry>> LoadPresetFile(const std::string& path);
+// The file's JSON for `entries` (what ParsePresetFile reads back).
+std::string PresetFileJson(std::span<const PresetFileEntry> entries);
+// The base exists and every setting applies to it (values parsed and the
+// method validated, steering fields included).
+Status ValidatePresetFileEntry(const PresetFileEntry& entry);
+
+// What a sweep knows about its runs, for the *-authors presets' table, and
+// the presets a preset file adds.
 struct PresetContext {
   std::string model;    // path or name
   std::string dataset;  // dataset name
+  std::span<const PresetFileEntry> file_presets = {};
 };
 
 // The preset for `spec` at `budget` (ignored for fullkv), with overrides
@@ -127,7 +159,8 @@ struct PresetContext {
 // ignore it. A preset that needs a vector without one is an InvalidArgument.
 // The result is validated (ValidateMethod; the vector file itself is loaded
 // and checked against the model when the engine first runs the method).
-// `context`: the model and dataset for the *-authors presets' table.
+// `context`: the model and dataset for the *-authors presets' table, and the
+// presets of a preset file (looked up after the built-ins).
 StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
                                   const std::vector<std::string>& overrides,
                                   const SteeringConfig& vector = {}, const PresetContext& context = {});

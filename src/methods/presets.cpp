@@ -231,6 +231,107 @@ std::vector<std::string> KnownPresets() {
   return v;
 }
 
+namespace {
+
+const PresetDef* FindDef(const std::string& name) {
+  for (const auto& p : kPresets)
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+const PresetFileEntry* FindFileEntry(const std::string& name, std::span<const PresetFileEntry> file_presets) {
+  for (const auto& e : file_presets)
+    if (name == e.name) return &e;
+  return nullptr;
+}
+
+// A preset file's settings: scoped (a field the base method does not use is
+// an error, so a typo or a τ on a policy without sentences is refused),
+// except the steering strength, which is skipped when the method runs
+// without a vector (skipkv steers only when one is given).
+Status ApplyFileSetting(MethodPreset& p, const PresetFileEntry& e, const std::string& setting) {
+  const size_t eq = setting.find('=');
+  if (eq == std::string::npos || eq == 0 || setting.find('.') < eq) {
+    return InvalidField("settings", e.source + ": preset '" + e.name + "': setting '" + setting +
+                                        "' must be FIELD=VALUE (no METHOD. scope)");
+  }
+  const std::string field = setting.substr(0, eq);
+  const bool shared = field.rfind("steer_", 0) == 0 && !p.method.steer.enabled;
+  Status st = Apply(p, field, setting.substr(eq + 1), /*scoped=*/!shared);
+  if (!st.ok()) return InvalidField(st.field(), e.source + ": preset '" + e.name + "': " + st.message());
+  return st;
+}
+
+// `def` (a built-in preset, or a file preset's base) under `label`, with the
+// file preset's settings when `file` is set; see MakePreset.
+StatusOr<MethodPreset> Build(const PresetDef& def, const PresetFileEntry* file, const std::string& label,
+                             int64_t budget, const std::vector<std::string>& overrides,
+                             const SteeringConfig& vector, const PresetContext& context) {
+  if (vector.enabled && vector.file.empty())
+    return InvalidField("steer_file", "steering vector: enabled without a file");
+  const std::string name = file != nullptr ? file->name : def.name;
+  MethodPreset p;
+  p.preset = name;
+  if (file != nullptr) {
+    p.base = def.name;
+    p.preset_file = file->source;
+  }
+  p.method.name = label;
+  p.method.kv.policy = def.policy;
+  p.grouping = def.grouping;
+  p.steers_if_given = def.steer == Steer::kIfGiven;
+  const MethodTraits traits = TraitsOf(p.method.kv);
+  if (traits.evicts) p.method.kv.budget = budget;
+  if (traits.uses_sentences) p.method.kv.skipkv.sentence_scoring = def.sentence_scoring;
+  if (def.steer == Steer::kFixed || def.steer == Steer::kAdaptive) {
+    if (!vector.enabled) {
+      return InvalidField(
+          "steer_file", "method '" + label + "' (preset " + name +
+          ") steers: give a steering vector with --steer FILE (a control-vector GGUF, e.g. "
+          "from skipkv steer-extract, or a directory with SEAL's category files) and "
+          "--steer-layer L");
+    }
+  }
+  if (def.steer != Steer::kNone && vector.enabled) {
+    p.method.steer = vector;
+    p.method.steer.adaptive = def.steer != Steer::kFixed;
+  }
+  // The preset's own settings (shared: a field the method does not use, e.g.
+  // the steering strength without a vector, is skipped), then its table,
+  // then a file preset's settings, then the user's overrides.
+  for (const char* s : def.settings) SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, s));
+  if (def.authors_table) {
+    if (const AuthorsRun* r = FindAuthorsRun(context.model, context.dataset, budget)) {
+      p.authors_run = std::string(r->model) + "/" + r->dataset + "/" + std::to_string(r->budget);
+      SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, "sim_threshold=" + std::to_string(r->tau)));
+      SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, "steer_alpha0=" + std::to_string(-r->coef)));
+    }
+  }
+  if (file != nullptr)
+    for (const std::string& s : file->settings) SKIPKV_RETURN_IF_ERROR(ApplyFileSetting(p, *file, s));
+  for (const std::string& o : overrides) SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, o));
+  SKIPKV_RETURN_IF_ERROR(ValidateMethod(p.method));
+  return p;
+}
+
+}  // namespace
+
+Status ValidatePresetFileEntry(const PresetFileEntry& e) {
+  const PresetDef* def = FindDef(CanonicalPresetName(e.base));
+  if (def == nullptr) {
+    std::string known;
+    for (const auto& n : KnownPresets()) known += (known.empty() ? "" : ", ") + n;
+    return InvalidField("base", e.source + ": preset '" + e.name + "': unknown base '" + e.base +
+                                    "' (a built-in preset: " + known + ")");
+  }
+  // With a placeholder vector, so that steering fields are checked too
+  // (the vector file itself is loaded only when a run uses it).
+  SteeringConfig vector;
+  vector.enabled = true;
+  vector.file = "(preset file check)";
+  return Build(*def, &e, e.name, /*budget=*/1024, {}, vector, PresetContext{}).status();
+}
+
 StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
                                   const std::vector<std::string>& overrides, const SteeringConfig& vector,
                                   const PresetContext& context) {
@@ -242,54 +343,18 @@ StatusOr<MethodPreset> MakePreset(const std::string& spec, int64_t budget,
       return InvalidField("method", "method '" + spec +
                                         "': the label before '=' must be non-empty without . , = or spaces");
   }
-  const PresetDef* def = nullptr;
-  for (const auto& p : kPresets)
-    if (preset == p.name) def = &p;
-  if (def == nullptr) {
-    std::string known;
-    for (const auto& n : KnownPresets()) known += (known.empty() ? "" : ", ") + n;
-    const bool steering = preset == "+steering" || preset == "rkv+steering" || preset == "steering";
-    return InvalidField("method", "unknown method '" + preset + "' (known: " + known + ")" +
-                           (steering ? "; Table 2's +steering row is rkv+sentence+steering" : ""));
+  if (const PresetDef* def = FindDef(preset)) return Build(*def, nullptr, label, budget, overrides, vector, context);
+  if (const PresetFileEntry* e = FindFileEntry(preset, context.file_presets)) {
+    const PresetDef* base = FindDef(CanonicalPresetName(e->base));
+    if (base == nullptr) return ValidatePresetFileEntry(*e);  // names the unknown base
+    return Build(*base, e, label, budget, overrides, vector, context);
   }
-  if (vector.enabled && vector.file.empty())
-    return InvalidField("steer_file", "steering vector: enabled without a file");
-  MethodPreset p;
-  p.preset = def->name;
-  p.method.name = label;
-  p.method.kv.policy = def->policy;
-  p.grouping = def->grouping;
-  p.steers_if_given = def->steer == Steer::kIfGiven;
-  const MethodTraits traits = TraitsOf(p.method.kv);
-  if (traits.evicts) p.method.kv.budget = budget;
-  if (traits.uses_sentences) p.method.kv.skipkv.sentence_scoring = def->sentence_scoring;
-  if (def->steer == Steer::kFixed || def->steer == Steer::kAdaptive) {
-    if (!vector.enabled) {
-      return InvalidField(
-          "steer_file", "method '" + label + "' (preset " + def->name +
-          ") steers: give a steering vector with --steer FILE (a control-vector GGUF, e.g. "
-          "from skipkv steer-extract, or a directory with SEAL's category files) and "
-          "--steer-layer L");
-    }
-  }
-  if (def->steer != Steer::kNone && vector.enabled) {
-    p.method.steer = vector;
-    p.method.steer.adaptive = def->steer != Steer::kFixed;
-  }
-  // The preset's own settings (shared: a field the method does not use, e.g.
-  // the steering strength without a vector, is skipped), then its table,
-  // then the user's overrides.
-  for (const char* s : def->settings) SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, s));
-  if (def->authors_table) {
-    if (const AuthorsRun* r = FindAuthorsRun(context.model, context.dataset, budget)) {
-      p.authors_run = std::string(r->model) + "/" + r->dataset + "/" + std::to_string(r->budget);
-      SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, "sim_threshold=" + std::to_string(r->tau)));
-      SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, "steer_alpha0=" + std::to_string(-r->coef)));
-    }
-  }
-  for (const std::string& o : overrides) SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, o));
-  SKIPKV_RETURN_IF_ERROR(ValidateMethod(p.method));
-  return p;
+  std::string known;
+  for (const auto& n : KnownPresets()) known += (known.empty() ? "" : ", ") + n;
+  for (const auto& e : context.file_presets) known += ", " + e.name + " (" + e.source + ")";
+  const bool steering = preset == "+steering" || preset == "rkv+steering" || preset == "steering";
+  return InvalidField("method", "unknown method '" + preset + "' (known: " + known + ")" +
+                                    (steering ? "; Table 2's +steering row is rkv+sentence+steering" : ""));
 }
 
 std::string PresetJson(const MethodPreset& p) {
@@ -300,6 +365,7 @@ std::string PresetJson(const MethodPreset& p) {
   if (p.prompt) m += ",\"prompt\":\"" + std::string(PromptStyleName(*p.prompt)) + "\"";
   if (p.max_length_counts_prompt) m += ",\"max_length_counts_prompt\":true";
   if (!p.authors_run.empty()) m += ",\"authors_run\":\"" + p.authors_run + "\"";
+  if (!p.base.empty()) m += ",\"base\":" + ArgValueJson(p.base) + ",\"preset_file\":" + ArgValueJson(p.preset_file);
   return m + "}";
 }
 

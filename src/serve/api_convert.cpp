@@ -41,6 +41,9 @@ ConvertOutcome ToEngineRequest(const ParsedRequest& p, const ConvertLimits& limi
   r.stop = p.stop;
   if (p.kv) {
     const KvSpec& kv = *p.kv;
+    // The request parser (fuzzed without the engine) keeps the name as sent;
+    // aliases resolve here ("full" names the fullkv method too).
+    const std::string preset_name = CanonicalPresetName(kv.preset);
     if (kv.preset.find_first_of("=.") != std::string::npos) {
       out.error = Bad("kv.policy", "kv.policy must be a method preset name, got '" + kv.preset + "'");
       return out;
@@ -59,7 +62,7 @@ ConvertOutcome ToEngineRequest(const ParsedRequest& p, const ConvertLimits& limi
                         "kv.max_length_counts_prompt bounds an eval sweep's rows; give max_tokens");
         return out;
       }
-      overrides.push_back(kv.preset + "." + o);
+      overrides.push_back(preset_name + "." + o);
     }
     // The vector: the one named, else the server's default (if any).
     const SteerVectors* vecs = limits.steer_vectors;
@@ -88,7 +91,8 @@ ConvertOutcome ToEngineRequest(const ParsedRequest& p, const ConvertLimits& limi
       }
     }
     StatusOr<MethodPreset> preset =
-        MakePreset(kv.preset, kv.budget, overrides, vec ? vec->config : SteeringConfig{});
+        MakePreset(preset_name, kv.budget, overrides, vec ? vec->config : SteeringConfig{},
+                   PresetContext{"", "", limits.file_presets});
     if (!preset.ok()) {
       // The registry's errors name the field at fault (Status::field): a
       // method parameter's key, which is also its name in "kv", or "method".

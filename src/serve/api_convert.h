@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "skipkv/presets.h"
 #include "serve/api_request.h"
@@ -19,6 +20,7 @@ struct ConvertLimits {
   int64_t default_max_tokens = 0;  // when the request gives none (0 = n_ctx: until the context ends)
   uint64_t default_seed = 0;       // when the request gives none
   const SteerVectors* steer_vectors = nullptr;  // the server's vectors (null or empty: none)
+  std::span<const PresetFileEntry> file_presets;  // --presets FILE: more names for kv.policy
 };
 
 struct ConvertOutcome {

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "skipkv/presets.h"  // CanonicalPresetName
 #include "util/json_depth.h"
 
 namespace skipkv::serve {
@@ -173,7 +172,6 @@ std::optional<ApiError> ParseKv(const json& kv, ParsedRequest* r) {
   if (policy == kv.end()) return Bad("kv.policy", "'kv.policy' is required (a method preset, e.g. \"rkv\")");
   if (!policy->is_string()) return WrongType("kv.policy", *policy, "a string");
   spec.preset = policy->get<std::string>();
-  spec.preset = CanonicalPresetName(spec.preset);  // "full" names the fullkv method too
   for (auto it = kv.begin(); it != kv.end(); ++it) {
     const std::string& key = it.key();
     const std::string p = "kv." + key;

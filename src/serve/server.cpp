@@ -144,6 +144,7 @@ void Server::Impl::HandleGenerate(const httplib::Request& req, httplib::Response
   const uint64_t seq = next_seq_++;
   limits.default_seed = seed_base_ + seq;
   limits.steer_vectors = &opts_.steer_vectors;
+  limits.file_presets = opts_.file_presets;
   ConvertOutcome conv = ToEngineRequest(*parsed.request, limits);
   if (!conv.ok()) return SendError(res, conv.error);
 

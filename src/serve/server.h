@@ -23,8 +23,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "serve/steer_vectors.h"
+#include "skipkv/presets.h"
 #include "skipkv/server_engine.h"
 #include "util/status.h"
 
@@ -42,6 +44,7 @@ struct ServerOptions {
   int http_threads = 64;           // handler threads (a streaming request holds one)
   size_t max_body_bytes = 8u << 20;
   SteerVectors steer_vectors;  // vectors requests may steer with (LoadSteerVectors; empty = none)
+  std::vector<PresetFileEntry> file_presets;  // presets of --presets FILE, by name in kv.policy
 };
 
 class Server {

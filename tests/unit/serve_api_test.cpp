@@ -157,6 +157,20 @@ TEST(ServeConvertTest, MethodsFromPresetsAndLimits) {
   ASSERT_TRUE(f.ok()) << f.error.message;
   EXPECT_EQ(f.request->method->kv.policy, "full");
   EXPECT_EQ(f.request->max_new_tokens, 512);
+
+  // A preset of the server's --presets file is a kv.policy name like the built-ins.
+  const std::vector<PresetFileEntry> file = {
+      {"skipkv-cal", "skipkv", {"sim_threshold=0.7"}, "", "{}", "cal.json"}};
+  fails(m + R"(,"kv":{"policy":"skipkv-cal","budget":64}})", "kv.policy", "unknown method 'skipkv-cal'");
+  lim.file_presets = file;
+  ConvertOutcome cal = ToEngineRequest(MustParse(m + R"(,"kv":{"policy":"skipkv-cal","budget":64}})"), lim);
+  ASSERT_TRUE(cal.ok()) << cal.error.message;
+  EXPECT_EQ(cal.preset->preset, "skipkv-cal");
+  EXPECT_FLOAT_EQ(cal.request->method->kv.skipkv.sim_threshold, 0.7f);
+  ConvertOutcome over =
+      ToEngineRequest(MustParse(m + R"(,"kv":{"policy":"skipkv-cal","budget":64,"sim_threshold":0.8}})"), lim);
+  ASSERT_TRUE(over.ok()) << over.error.message;
+  EXPECT_FLOAT_EQ(over.request->method->kv.skipkv.sim_threshold, 0.8f);  // the request's field wins
 }
 
 // Steering: the vector comes from the server's set (by name, or its
