@@ -48,7 +48,7 @@ class MethodFlags {
     method_opt_ = app.add_option(
         "--method", method_name_,
         "Method preset, as eval's --methods: " + presets +
-            ". It sets the policy and its settings (drop --kv-policy); --kv-budget and the other --kv-*, "
+            ", or a preset of --presets FILE. It sets the policy and its settings (drop --kv-policy); --kv-budget and the other --kv-*, "
             "sentence and --steer-* flags given override them; a preset that steers (seal, "
             "rkv+sentence+steering) needs --steer FILE, skipkv and skipkv-authors steer when it is given. "
             "The sweep-side fields (grouping, prompt, max_length_counts_prompt) are eval's");
@@ -85,9 +85,10 @@ class MethodFlags {
 
   // run: the method from the flags (FinishKv, FinishSteer), or with --method
   // PRESET the registry's preset (MakePreset, with the --steer vector) with
-  // every flag given on top of it (FinishPreset).
-  Status FinishRun() {
-    if (method_opt_ != nullptr && method_opt_->count() > 0) return FinishPreset();
+  // every flag given on top of it (FinishPreset); `context`: a --presets
+  // file's presets (PresetFileFlag) and the model.
+  Status FinishRun(const PresetContext& context = {}) {
+    if (method_opt_ != nullptr && method_opt_->count() > 0) return FinishPreset(context);
     SKIPKV_RETURN_IF_ERROR(FinishKv());
     return FinishSteer();
   }
@@ -167,7 +168,7 @@ class MethodFlags {
   // given copied over the preset's field; a flag the method does not use is
   // refused (the eviction fields excepted, as FinishKv). --no-steering
   // turns the preset's steering off at the end.
-  Status FinishPreset() {
+  Status FinishPreset(const PresetContext& context) {
     MethodConfig& m = *method_;
     const std::string who = "--method " + method_name_;
     for (const Flag& f : kv_) {
@@ -181,7 +182,7 @@ class MethodFlags {
       vector = m.steer;
       vector.enabled = true;
     }
-    StatusOr<MethodPreset> preset = MakePreset(method_name_, m.kv.budget, {}, vector);
+    StatusOr<MethodPreset> preset = MakePreset(method_name_, m.kv.budget, {}, vector, context);
     if (!preset.ok()) return InvalidArgument(who + ": " + preset.status().message());
     MethodConfig& pm = preset->method;
     if (vector.enabled && !pm.steer.enabled)

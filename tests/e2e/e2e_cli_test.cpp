@@ -334,9 +334,23 @@ TEST(CliRunTest, MethodPresetEqualsItsFlagsAndFlagsOverrideIt) {
     ExpectCleanFailure(r, c.args);
     EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\nstderr: " << r.err;
   }
+  // A preset of a --presets file is a --method name too.
+  const std::string file = ::testing::TempDir() + "/skipkv_e2e_run_presets.json";
+  std::ofstream(file) << R"({"format": "skipkv-presets/1", "presets": [)"
+                      << R"({"name": "rkv-mix5", "base": "rkv", "settings": ["mix_lambda=0.5"]}]})";
+  CmdResult filed = Skipkv("run --json -n 8 --presets " + file + " --method rkv-mix5 --kv-budget 48 --kv-window 8");
+  ASSERT_EQ(filed.exit_code, 0) << filed.err;
+  const auto fm = JsonLines(filed.out).at(0).at("method");
+  EXPECT_EQ(fm.at("name"), "rkv-mix5");
+  EXPECT_FLOAT_EQ(fm.at("mix_lambda").get<float>(), 0.5f);
+  CmdResult unknown = Skipkv("run -n 4 --method rkv-mix5");
+  ExpectCleanFailure(unknown, "file preset without --presets");
+  EXPECT_NE(unknown.err.find("unknown method 'rkv-mix5'"), std::string::npos) << unknown.err;
+  std::remove(file.c_str());
   CmdResult help = Skipkv("run --help");
   ASSERT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("skipkv-authors"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--presets"), std::string::npos) << help.out;
 }
 
 TEST(CliRunTest, SkipkvRunsOnAGgufAndBenchReportsItsExtraCost) {
