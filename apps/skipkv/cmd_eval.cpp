@@ -202,6 +202,7 @@ int RunSweepCommand(SweepOptions& o) {
   c.prompt = *style;
   c.prompt_given = o.prompt != "auto";  // wins over the presets' own prompt (the *-authors presets)
   c.max_gen = o.max_gen > 0 ? o.max_gen : spec->max_gen;
+  c.max_gen_given = o.max_gen > 0;  // wins over the presets' own max_length (the *-authors presets)
   c.samples = o.samples;
   c.sampling = o.sampling;
   c.batch_size = o.batch_size;
@@ -332,7 +333,7 @@ CommandRegistrar reg(
       o->presets.Add(sub);
       sub.add_option("--set", o->overrides,
                      "Override a preset field: FIELD=VALUE or METHOD.FIELD=VALUE (repeatable); besides the method "
-                     "parameters: grouping, prompt, max_length_counts_prompt");
+                     "parameters: grouping, prompt, max_length, max_length_counts_prompt");
       sub.add_option("--prompt", o->prompt, "auto (plain for the testbed, chat otherwise), chat (R-KV's instruction in the model's "
                      "chat template), raw (the instruction without a template), seal-chat (the SkipKV authors' SEAL instruction in the "
                      "chat template) or plain (the problem text only). With auto, a preset with a prompt of its own uses it "
@@ -342,9 +343,10 @@ CommandRegistrar reg(
       sub.add_option("--chat-template", o->chat_template, "auto, r1-distill, chatml or raw")
           ->capture_default_str();
       sub.add_option("--max-gen", o->max_gen,
-                     "Most generated tokens per sample (0 = the dataset's: 8192 / 16384); for a preset with "
-                     "max_length_counts_prompt (the *-authors presets; --set max_length_counts_prompt=true) the "
-                     "prompt counts too, as the authors' max_length")
+                     "Most generated tokens per sample (0 = the dataset's: 8192 / 16384, or a preset's own "
+                     "max_length: the *-authors presets take the authors' total, MATH 8192, AIME 16384, GSM8K "
+                     "8192); for a preset with max_length_counts_prompt (the *-authors presets; --set) the prompt "
+                     "counts too, as the authors' max_length")
           ->capture_default_str();
       sub.add_option("--batch-size", o->batch_size, "Requests per batch (the paper: 10)")
           ->capture_default_str();

@@ -66,8 +66,9 @@ StatusOr<std::vector<int32_t>> SweepPromptTokens(const SweepConfig& c, const Eng
 }
 
 int64_t GenerationLimit(const SweepConfig& c, const MethodPreset& pair, int64_t prompt_len) {
-  if (!pair.max_length_counts_prompt) return c.max_gen;
-  return std::max<int64_t>(1, c.max_gen - prompt_len);
+  const int64_t total = pair.max_length > 0 && !c.max_gen_given ? pair.max_length : c.max_gen;
+  if (!pair.max_length_counts_prompt) return total;
+  return std::max<int64_t>(1, total - prompt_len);
 }
 
 StatusOr<nlohmann::json> RunFingerprint(const SweepConfig& c, const Engine& engine) {
@@ -147,10 +148,13 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
   // configuration depends on the budget, so it is checked per row below.
   SKIPKV_ASSIGN_OR_RETURN(auto finished, ReadFinishedRows(c.output, run, {}));
 
-  // The pairs with the prompt style their rows use (the method_config shows it).
+  // The pairs with the prompt style and total length their rows use (the
+  // method_config shows them).
   std::vector<MethodPreset> pairs = c.pairs;
-  for (MethodPreset& p : pairs)
+  for (MethodPreset& p : pairs) {
     if (p.prompt) p.prompt = PairPromptStyle(c, p);
+    if (p.max_length > 0 && c.max_gen_given) p.max_length = c.max_gen;
+  }
   // The prompt ids per (style, problem), tokenized once: the requests carry
   // them, grouping sorts by their length and max_length_counts_prompt
   // subtracts it.

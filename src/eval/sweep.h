@@ -40,6 +40,9 @@ struct SweepConfig {
   // Max new tokens per sample (>= 1); for a preset with
   // max_length_counts_prompt, prompt + new tokens (see GenerationLimit).
   int64_t max_gen = 0;
+  // max_gen was given explicitly (eval --max-gen): it wins over the
+  // presets' own max_length.
+  bool max_gen_given = false;
   int samples = 1;          // k samples per problem
   SamplingParams sampling;  // temperature 0 = greedy; seed = base seed
   int batch_size = 1;       // requests per Generate call
@@ -69,12 +72,14 @@ PromptStyle PairPromptStyle(const SweepConfig& config, const MethodPreset& pair)
 StatusOr<std::vector<int32_t>> SweepPromptTokens(const SweepConfig& config, const Engine& engine,
                                                  const MethodPreset& pair, const Problem& problem);
 
-// The most new tokens of a row: max_gen, or, when the pair's preset has
-// max_length_counts_prompt (the authors' generate(max_length) counts the
-// prompt, issue 38 row 3), max_gen − prompt_len, at least 1 (as
+// The most new tokens of a row: the total L = the preset's max_length when it
+// has one and max_gen was not given (max_gen_given), max_gen otherwise; when
+// the preset has max_length_counts_prompt (the authors' generate(max_length)
+// counts the prompt, issue 38 row 3), L − prompt_len, at least 1 (as
 // generate() makes one token of a prompt at max_length). prompt_len is the
 // row's prompt, or in padded mode the longest of its Generate call (every row
-// is padded to it). A row records it as "max_new_tokens".
+// is padded to it). A row records it as "max_new_tokens", and its
+// method_config the max_length used whenever its preset has one.
 int64_t GenerationLimit(const SweepConfig& config, const MethodPreset& pair, int64_t prompt_len);
 
 // The "run" object every row carries and resume / merge compare.

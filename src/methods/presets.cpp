@@ -27,6 +27,7 @@ struct PresetDef {
   // FIELD=VALUE settings applied before the user's --set (the *-authors presets).
   std::span<const char* const> settings = {};
   bool authors_table = false;  // τ and the steering strength from AuthorsRuns()
+  bool authors_lengths = false;  // max_length = their dataset's total (AuthorsMaxLength)
 };
 
 // ---- The SkipKV authors' runs (issue 38) as data ---------------------------
@@ -113,9 +114,12 @@ constexpr PresetDef kPresets[] = {
     {"rkv+sentence+steering", "skipkv", true, false, Steer::kAdaptive},
     {"skipkv", "skipkv", true, true, Steer::kIfGiven},
     {"seal", "full", false, false, Steer::kFixed},
-    {"fullkv-authors", "full", false, true, Steer::kNone, kAuthorsFullkv},
-    {"rkv-authors", "rkv", false, true, Steer::kNone, kAuthorsRkv},
-    {"skipkv-authors", "skipkv", true, true, Steer::kIfGiven, kAuthorsSkipkv, /*authors_table=*/true},
+    {"fullkv-authors", "full", false, true, Steer::kNone, kAuthorsFullkv, /*authors_table=*/false,
+     /*authors_lengths=*/true},
+    {"rkv-authors", "rkv", false, true, Steer::kNone, kAuthorsRkv, /*authors_table=*/false,
+     /*authors_lengths=*/true},
+    {"skipkv-authors", "skipkv", true, true, Steer::kIfGiven, kAuthorsSkipkv, /*authors_table=*/true,
+     /*authors_lengths=*/true},
 };
 
 // Other names of presets: "full" is the policy's name for the FullKV method.
@@ -128,6 +132,11 @@ constexpr std::pair<const char*, const char*> kAliases[] = {{"full", "fullkv"}};
 Status Apply(MethodPreset& p, const std::string& field, const std::string& value, bool scoped) {
   if (field == "grouping") {
     return ParseArgValue(p.grouping, ArgInfo{"grouping", "", "", kArgSet, ArgScope::kAny}, value);
+  }
+  if (field == "max_length") {
+    SKIPKV_RETURN_IF_ERROR(ParseArgValue(p.max_length, ArgInfo{"max_length", "", "", kArgSet, ArgScope::kAny}, value));
+    if (p.max_length < 0) return InvalidField(field, "max_length=" + value + ": must be >= 0 (0 = the sweep's --max-gen)");
+    return Status::Ok();
   }
   if (field == "max_length_counts_prompt") {
     return ParseArgValue(p.max_length_counts_prompt,
@@ -166,7 +175,7 @@ Status Apply(MethodPreset& p, const std::string& field, const std::string& value
   });
   if (!found)
     return InvalidField(field, "unknown field '" + field + "' (known: " + known +
-                                   ", grouping, prompt, max_length_counts_prompt)");
+                                   ", grouping, prompt, max_length, max_length_counts_prompt)");
   return result;
 }
 
@@ -217,6 +226,14 @@ const AuthorsRun* FindAuthorsRun(const std::string& model, const std::string& da
     if (best == nullptr || std::string(r.model).size() > std::string(best->model).size()) best = &r;
   }
   return best;
+}
+
+int64_t AuthorsMaxLength(const std::string& dataset) {
+  // run_math.py's dataset2max_length.
+  const std::string d = Lower(dataset);
+  if (d == "math500" || d == "math" || d == "gsm8k") return 8192;
+  if (d == "aime24") return 16384;
+  return 0;
 }
 
 std::string CanonicalPresetName(const std::string& name) {
@@ -307,6 +324,7 @@ StatusOr<MethodPreset> Build(const PresetDef& def, const PresetFileEntry* file, 
       SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, "steer_alpha0=" + std::to_string(-r->coef)));
     }
   }
+  if (def.authors_lengths) p.max_length = AuthorsMaxLength(context.dataset);
   if (file != nullptr)
     for (const std::string& s : file->settings) SKIPKV_RETURN_IF_ERROR(ApplyFileSetting(p, *file, s));
   for (const std::string& o : overrides) SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, o));
@@ -363,6 +381,7 @@ std::string PresetJson(const MethodPreset& p) {
   m += ",\"preset\":\"" + p.preset + "\",\"grouping\":" + (p.grouping ? "true" : "false");
   // Only when set, so that rows written before these fields keep their configuration.
   if (p.prompt) m += ",\"prompt\":\"" + std::string(PromptStyleName(*p.prompt)) + "\"";
+  if (p.max_length > 0) m += ",\"max_length\":" + std::to_string(p.max_length);
   if (p.max_length_counts_prompt) m += ",\"max_length_counts_prompt\":true";
   if (!p.authors_run.empty()) m += ",\"authors_run\":\"" + p.authors_run + "\"";
   if (!p.base.empty()) m += ",\"base\":" + ArgValueJson(p.base) + ",\"preset_file\":" + ArgValueJson(p.preset_file);

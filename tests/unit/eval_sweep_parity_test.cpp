@@ -5,7 +5,8 @@
 // an explicit --prompt, the testbed's plain prompt and --set change that; the
 // rows record the style in method_config; with max_length_counts_prompt a
 // row's limit is --max-gen minus its prompt (ragged) or minus the longest
-// prompt of its padded batch, and without it --max-gen itself.
+// prompt of its padded batch, and without it --max-gen itself; a preset's
+// own total (max_length: the authors' per dataset) unless --max-gen is given.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -115,6 +116,44 @@ TEST(EvalSweepParityTest, PresetsCarryPromptAndMaxLength) {
   auto bad2 = MakePreset("rkv", 40, {"max_length_counts_prompt=maybe"});
   ASSERT_FALSE(bad2.ok());
   EXPECT_NE(bad2.status().message().find("max_length_counts_prompt"), std::string::npos);
+  // The authors' total per dataset (run_math.py's dataset2max_length), for the three presets.
+  struct Length {
+    const char* preset;
+    const char* dataset;
+    int64_t max_length;
+  };
+  for (const Length& l : {Length{"rkv-authors", "math500", 8192}, Length{"skipkv-authors", "aime24", 16384},
+                          Length{"fullkv-authors", "gsm8k", 8192}, Length{"rkv-authors", "testbed", 0},
+                          Length{"rkv", "math500", 0}}) {
+    auto q = MakePreset(l.preset, 40, {}, {}, PresetContext{"", l.dataset});
+    ASSERT_TRUE(q.ok()) << q.status().ToString();
+    EXPECT_EQ(q->max_length, l.max_length) << l.preset << " " << l.dataset;
+    const auto j = nlohmann::json::parse(PresetJson(*q));
+    EXPECT_EQ(j.contains("max_length"), l.max_length > 0) << l.preset << " " << l.dataset;
+    if (l.max_length > 0) EXPECT_EQ(j.at("max_length"), l.max_length);
+  }
+  EXPECT_EQ(Preset("rkv", {"rkv.max_length=300"}).max_length, 300);
+  auto neg = MakePreset("rkv", 40, {"max_length=-1"});
+  ASSERT_FALSE(neg.ok());
+  EXPECT_EQ(neg.status().field(), "max_length");
+}
+
+TEST(EvalSweepParityTest, GenerationLimitArithmetic) {
+  SweepConfig c;
+  c.max_gen = 1000;
+  MethodPreset p = Preset("rkv");
+  EXPECT_EQ(GenerationLimit(c, p, 300), 1000);  // the project's default: new tokens only
+  p.max_length_counts_prompt = true;
+  EXPECT_EQ(GenerationLimit(c, p, 300), 700);
+  EXPECT_EQ(GenerationLimit(c, p, 1000), 1);  // a prompt at the total still makes one token
+  EXPECT_EQ(GenerationLimit(c, p, 5000), 1);
+  p.max_length = 400;  // the preset's total, unless --max-gen was given
+  EXPECT_EQ(GenerationLimit(c, p, 300), 100);
+  c.max_gen_given = true;
+  EXPECT_EQ(GenerationLimit(c, p, 300), 700);
+  c.max_gen_given = false;
+  p.max_length_counts_prompt = false;
+  EXPECT_EQ(GenerationLimit(c, p, 300), 400);
 }
 
 TEST(EvalSweepParityTest, PromptStylePerPreset) {
@@ -198,6 +237,36 @@ TEST(EvalSweepParityTest, RaggedSweepRowsPerPreset) {
   for (const auto& row : res->rows)
     limited |= row.at("finish") == "length" && row.at("output_tokens").get<int64_t>() < c.max_gen;
   EXPECT_TRUE(limited);
+}
+
+// A preset's max_length is the rows' total unless --max-gen was given; the
+// row's method_config shows the total used.
+TEST(EvalSweepParityTest, PresetMaxLengthUnlessMaxGenGiven) {
+  auto engine = MakeEngine(PadPolicy::kRagged);
+  ASSERT_NE(engine, nullptr);
+  SweepConfig c = Config("max_length");
+  int64_t longest = 0;
+  for (const Problem& p : c.problems)
+    longest = std::max<int64_t>(longest, static_cast<int64_t>(Ids(*engine, RkvInstruction(p.question), false).size()));
+  c.pairs = {Preset("rkv-authors", {"max_length=" + std::to_string(longest + 4)})};
+  c.max_gen = 1000;  // the dataset's default, not given
+  auto own = RunSweep(c, *engine);
+  ASSERT_TRUE(own.ok()) << own.status().ToString();
+  ASSERT_EQ(own->rows.size(), 3u);
+  for (const auto& row : own->rows) {
+    EXPECT_EQ(row.at("method_config").at("max_length"), longest + 4);
+    EXPECT_EQ(row.at("max_new_tokens").get<int64_t>(), longest + 4 - row.at("prompt_tokens").get<int64_t>());
+  }
+  c.output = TempPath("max_length_given_rows.jsonl");
+  std::filesystem::remove(c.output);
+  c.max_gen = longest + 7;
+  c.max_gen_given = true;
+  auto given = RunSweep(c, *engine);
+  ASSERT_TRUE(given.ok()) << given.status().ToString();
+  for (const auto& row : given->rows) {
+    EXPECT_EQ(row.at("method_config").at("max_length"), longest + 7);
+    EXPECT_EQ(row.at("max_new_tokens").get<int64_t>(), longest + 7 - row.at("prompt_tokens").get<int64_t>());
+  }
 }
 
 // Padded: every row of a batch is padded to its longest prompt, which is
