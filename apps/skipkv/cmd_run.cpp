@@ -39,7 +39,7 @@ struct RunOptions {
   int threads = 0;
   std::string kv_type = "f16";
   std::string weights = "auto";
-  MethodConfig method;  // every request's method: name (--method PRESET), kv, steer
+  MethodConfig method;       // every request's method: name (--method PRESET), kv, steer
   MethodFlags method_flags;  // the flags of `method`'s declared parameters (skipkv/method_args.h)
   PresetFileFlag presets;    // --presets FILE: more names for --method
   int batch_size = 0;
@@ -319,7 +319,8 @@ CommandRegistrar reg("run", "Generate text (streams tokens; default: a story fro
   sub.add_flag("-q,--quiet", o->quiet, "No summary on stderr");
   return [o] {
     if (Status st = o->presets.Load(); !st.ok()) return Fail(st.message());
-    if (Status st = o->method_flags.FinishRun(o->presets.context(o->model)); !st.ok()) return Fail(st.message());
+    if (Status st = o->method_flags.FinishRun(o->presets.context(o->model)); !st.ok())
+      return Fail(st.message());
     return RunGenerate(*o);
   };
 });

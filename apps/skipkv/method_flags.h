@@ -48,8 +48,9 @@ class MethodFlags {
     method_opt_ = app.add_option(
         "--method", method_name_,
         "Method preset, as eval's --methods: " + presets +
-            ", or a preset of --presets FILE. It sets the policy and its settings (drop --kv-policy); --kv-budget and the other --kv-*, "
-            "sentence and --steer-* flags given override them; a preset that steers (seal, "
+            ", or a preset of --presets FILE. It sets the policy and its settings (drop --kv-policy); "
+            "--kv-budget and the other --kv-*, sentence and --steer-* flags given override them; a "
+            "preset that steers (seal, "
             "rkv+sentence+steering) needs --steer FILE, skipkv and skipkv-authors steer when it is given. "
             "The sweep-side fields (grouping, prompt, max_length_counts_prompt) are eval's");
   }
@@ -187,7 +188,7 @@ class MethodFlags {
     MethodConfig& pm = preset->method;
     if (vector.enabled && !pm.steer.enabled)
       return InvalidArgument(who + " does not steer: drop --steer (the presets that steer: seal, "
-                             "rkv+sentence+steering, skipkv, skipkv-authors)");
+                                   "rkv+sentence+steering, skipkv, skipkv-authors)");
     Status st = Status::Ok();
     for (std::vector<Flag>* flags : {&kv_, &steer_}) {
       for (Flag& f : *flags) {
@@ -195,9 +196,9 @@ class MethodFlags {
         if (f.info.scope != ArgScope::kEvicts && !MethodUsesArg(f.info.scope, pm)) {
           st = InvalidArgument(f.opt->get_name() + " applies to " + ArgScopeDescription(f.info.scope) +
                                " only; " + who + " is policy '" + pm.kv.policy + "'" +
-                               (pm.steer.enabled ? (pm.steer.adaptive ? " with adaptive steering" : " with SEAL's "
-                                                                                                       "fixed steering")
-                                                 : ""));
+                               (!pm.steer.enabled       ? ""
+                                : pm.steer.adaptive ? " with adaptive steering"
+                                                    : " with SEAL's fixed steering"));
         } else if (f.convert && flags == &kv_) {
           st = f.convert();  // text -> the field of *method_ (the steering ones: ConvertSteer above)
           if (!st.ok()) st = InvalidArgument(f.opt->get_name() + ": " + st.message());

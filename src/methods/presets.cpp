@@ -134,8 +134,10 @@ Status Apply(MethodPreset& p, const std::string& field, const std::string& value
     return ParseArgValue(p.grouping, ArgInfo{"grouping", "", "", kArgSet, ArgScope::kAny}, value);
   }
   if (field == "max_length") {
-    SKIPKV_RETURN_IF_ERROR(ParseArgValue(p.max_length, ArgInfo{"max_length", "", "", kArgSet, ArgScope::kAny}, value));
-    if (p.max_length < 0) return InvalidField(field, "max_length=" + value + ": must be >= 0 (0 = the sweep's --max-gen)");
+    SKIPKV_RETURN_IF_ERROR(
+        ParseArgValue(p.max_length, ArgInfo{"max_length", "", "", kArgSet, ArgScope::kAny}, value));
+    if (p.max_length < 0)
+      return InvalidField(field, "max_length=" + value + ": must be >= 0 (0 = the sweep's --max-gen)");
     return Status::Ok();
   }
   if (field == "max_length_counts_prompt") {

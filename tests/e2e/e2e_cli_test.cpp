@@ -292,8 +292,9 @@ TEST(CliRunTest, SkipkvReportsItsMethodSentencesAndEvictions) {
 // --kv-policy skipkv token for token; the flags given override the preset's
 // settings (the *-authors ones included); bad combinations are named.
 TEST(CliRunTest, MethodPresetEqualsItsFlagsAndFlagsOverrideIt) {
-  const std::string common = "run --json -n 150 -t 2 --kv-budget 48 --kv-window 8 --kv-interval 16 "
-                             "--sentence-delimiters . --sim-threshold 0.5 -p 'Once upon a time' ";
+  const std::string common =
+      "run --json -n 150 -t 2 --kv-budget 48 --kv-window 8 --kv-interval 16 "
+      "--sentence-delimiters . --sim-threshold 0.5 -p 'Once upon a time' ";
   CmdResult flags = Skipkv(common + "--kv-policy skipkv");
   CmdResult preset = Skipkv(common + "--method rkv+sentence");
   ASSERT_EQ(flags.exit_code, 0) << flags.err;
@@ -312,11 +313,12 @@ TEST(CliRunTest, MethodPresetEqualsItsFlagsAndFlagsOverrideIt) {
   ASSERT_EQ(a.size(), 1u);
   const auto& m = a[0].at("method");
   EXPECT_EQ(m.at("name"), "skipkv-authors");
-  EXPECT_FLOAT_EQ(m.at("skipkv.sim_threshold").get<float>(), 0.5f);           // the flag, not the preset's 0.95
-  EXPECT_EQ(m.at("skipkv.min_sentence_tokens"), 3);                           // the flag, not the preset's 1
-  EXPECT_EQ(m.at("skipkv.delimiters"), nlohmann::json::array({"."}));         // the flag
-  EXPECT_EQ(m.at("skipkv.nonexec_keywords"), nlohmann::json::array({"Alternatively", "Wait", "again"}));  // preset
-  EXPECT_EQ(m.at("skipkv.range_min_slots"), 2);                               // preset
+  EXPECT_FLOAT_EQ(m.at("skipkv.sim_threshold").get<float>(), 0.5f);    // the flag, not the preset's 0.95
+  EXPECT_EQ(m.at("skipkv.min_sentence_tokens"), 3);                    // the flag, not the preset's 1
+  EXPECT_EQ(m.at("skipkv.delimiters"), nlohmann::json::array({"."}));  // the flag
+  EXPECT_EQ(m.at("skipkv.nonexec_keywords"),
+            nlohmann::json::array({"Alternatively", "Wait", "again"}));  // preset
+  EXPECT_EQ(m.at("skipkv.range_min_slots"), 2);                          // preset
   EXPECT_EQ(m.at("budget"), 48);
   CmdResult rkv = Skipkv("run --json -n 8 --method rkv-authors --kv-budget 48 --kv-window 8");
   ASSERT_EQ(rkv.exit_code, 0) << rkv.err;
@@ -325,11 +327,12 @@ TEST(CliRunTest, MethodPresetEqualsItsFlagsAndFlagsOverrideIt) {
     const char* args;
     const char* message;
   };
-  for (const Case& c : {Case{"run -n 4 --method seal", "--steer FILE"},
-                        Case{"run -n 4 --method rkv --kv-policy skipkv", "--method rkv sets the KV policy: drop --kv-policy"},
-                        Case{"run -n 4 --method nope", "unknown method 'nope' (known: fullkv,"},
-                        Case{"run -n 4 --method rkv --sim-threshold 0.5", "--sim-threshold applies to"},
-                        Case{"run -n 4 --method rkv --kv-budget 4 --kv-window 8", "budget"}}) {
+  for (const Case& c :
+       {Case{"run -n 4 --method seal", "--steer FILE"},
+        Case{"run -n 4 --method rkv --kv-policy skipkv", "--method rkv sets the KV policy: drop --kv-policy"},
+        Case{"run -n 4 --method nope", "unknown method 'nope' (known: fullkv,"},
+        Case{"run -n 4 --method rkv --sim-threshold 0.5", "--sim-threshold applies to"},
+        Case{"run -n 4 --method rkv --kv-budget 4 --kv-window 8", "budget"}}) {
     CmdResult r = Skipkv(c.args);
     ExpectCleanFailure(r, c.args);
     EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\nstderr: " << r.err;
@@ -338,7 +341,8 @@ TEST(CliRunTest, MethodPresetEqualsItsFlagsAndFlagsOverrideIt) {
   const std::string file = ::testing::TempDir() + "/skipkv_e2e_run_presets.json";
   std::ofstream(file) << R"({"format": "skipkv-presets/1", "presets": [)"
                       << R"({"name": "rkv-mix5", "base": "rkv", "settings": ["mix_lambda=0.5"]}]})";
-  CmdResult filed = Skipkv("run --json -n 8 --presets " + file + " --method rkv-mix5 --kv-budget 48 --kv-window 8");
+  CmdResult filed =
+      Skipkv("run --json -n 8 --presets " + file + " --method rkv-mix5 --kv-budget 48 --kv-window 8");
   ASSERT_EQ(filed.exit_code, 0) << filed.err;
   const auto fm = JsonLines(filed.out).at(0).at("method");
   EXPECT_EQ(fm.at("name"), "rkv-mix5");

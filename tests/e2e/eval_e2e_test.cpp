@@ -490,14 +490,34 @@ TEST(EvalSweepE2eTest, PaddedSkipkvGrouping) {
 // presets that count it; an explicit --prompt gives every method the same.
 TEST(EvalSweepE2eTest, AuthorsPresetsPromptPerMethod) {
   auto args = [&](const std::string& out, const std::vector<std::string>& extra) {
-    std::vector<std::string> a = {"eval",        "--dataset",     Dataset(),   "--question-field",
-                                  "q",           "--answer-field", "a",        "--id-field",
-                                  "id",          "--methods",     "rkv-authors,skipkv-authors,rkv",
-                                  "--budgets",   "40",            "--set",     "window=4",
-                                  "--set",       "interval=16",   "--chat-template",
-                                  "chatml",      "--max-gen",     "200",       "--batch-size",
-                                  "3",           "-t",            "1",         "-q",
-                                  "-o",          out};
+    std::vector<std::string> a = {"eval",
+                                  "--dataset",
+                                  Dataset(),
+                                  "--question-field",
+                                  "q",
+                                  "--answer-field",
+                                  "a",
+                                  "--id-field",
+                                  "id",
+                                  "--methods",
+                                  "rkv-authors,skipkv-authors,rkv",
+                                  "--budgets",
+                                  "40",
+                                  "--set",
+                                  "window=4",
+                                  "--set",
+                                  "interval=16",
+                                  "--chat-template",
+                                  "chatml",
+                                  "--max-gen",
+                                  "200",
+                                  "--batch-size",
+                                  "3",
+                                  "-t",
+                                  "1",
+                                  "-q",
+                                  "-o",
+                                  out};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   };

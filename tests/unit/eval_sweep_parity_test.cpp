@@ -82,8 +82,21 @@ std::vector<int32_t> Ids(const Engine& e, const std::string& text, bool chat) {
   return ids.ok() ? *ids : std::vector<int32_t>{};
 }
 
+// The token counts of the problems' raw R-KV prompts (rkv-authors').
+std::vector<int64_t> RawPromptLengths(const Engine& e, const SweepConfig& c) {
+  std::vector<int64_t> lens;
+  for (const Problem& p : c.problems)
+    lens.push_back(static_cast<int64_t>(Ids(e, RkvInstruction(p.question), false).size()));
+  return lens;
+}
+int64_t LongestRawPrompt(const Engine& e, const SweepConfig& c) {
+  const auto lens = RawPromptLengths(e, c);
+  return *std::max_element(lens.begin(), lens.end());
+}
+
 TEST(EvalSweepParityTest, PresetsCarryPromptAndMaxLength) {
-  const MethodPreset r = Preset("rkv-authors"), s = Preset("skipkv-authors"), f = *MakePreset("fullkv-authors", 0, {});
+  const MethodPreset r = Preset("rkv-authors"), s = Preset("skipkv-authors"),
+                     f = *MakePreset("fullkv-authors", 0, {});
   ASSERT_TRUE(r.prompt && s.prompt && f.prompt);
   EXPECT_EQ(*r.prompt, PromptStyle::kRaw);
   EXPECT_EQ(*f.prompt, PromptStyle::kRaw);
@@ -105,7 +118,8 @@ TEST(EvalSweepParityTest, PresetsCarryPromptAndMaxLength) {
   ASSERT_TRUE(set.prompt.has_value());
   EXPECT_EQ(*set.prompt, PromptStyle::kSealChat);
   EXPECT_TRUE(set.max_length_counts_prompt);
-  const MethodPreset off = Preset("rkv-authors", {"rkv-authors.max_length_counts_prompt=false", "prompt=chat"});
+  const MethodPreset off =
+      Preset("rkv-authors", {"rkv-authors.max_length_counts_prompt=false", "prompt=chat"});
   EXPECT_FALSE(off.max_length_counts_prompt);
   EXPECT_EQ(*off.prompt, PromptStyle::kChat);
   auto bad = MakePreset("rkv", 40, {"rkv.prompt=Chat"});
@@ -198,9 +212,7 @@ TEST(EvalSweepParityTest, RaggedSweepRowsPerPreset) {
   auto engine = MakeEngine(PadPolicy::kRagged);
   ASSERT_NE(engine, nullptr);
   SweepConfig c = Config("ragged");
-  int64_t longest = 0;
-  for (const Problem& p : c.problems)
-    longest = std::max<int64_t>(longest, static_cast<int64_t>(Ids(*engine, RkvInstruction(p.question), false).size()));
+  const int64_t longest = LongestRawPrompt(*engine, c);
   c.max_gen = longest + 6;  // every rkv-authors row keeps >= 6 new tokens
   auto res = RunSweep(c, *engine);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
@@ -223,8 +235,8 @@ TEST(EvalSweepParityTest, RaggedSweepRowsPerPreset) {
     const bool skipkv = method == "skipkv-authors";
     EXPECT_EQ(mc.at("prompt"), skipkv ? "seal-chat" : "raw");
     EXPECT_EQ(mc.at("max_length_counts_prompt"), true);
-    const auto expected =
-        skipkv ? Ids(*engine, SealInstruction(p.question), true) : Ids(*engine, RkvInstruction(p.question), false);
+    const auto expected = skipkv ? Ids(*engine, SealInstruction(p.question), true)
+                                 : Ids(*engine, RkvInstruction(p.question), false);
     EXPECT_EQ(prompt, static_cast<int64_t>(expected.size()));
     EXPECT_EQ(row.at("max_new_tokens").get<int64_t>(), std::max<int64_t>(1, c.max_gen - prompt));
     EXPECT_LE(row.at("output_tokens").get<int64_t>(), row.at("max_new_tokens").get<int64_t>());
@@ -245,9 +257,7 @@ TEST(EvalSweepParityTest, PresetMaxLengthUnlessMaxGenGiven) {
   auto engine = MakeEngine(PadPolicy::kRagged);
   ASSERT_NE(engine, nullptr);
   SweepConfig c = Config("max_length");
-  int64_t longest = 0;
-  for (const Problem& p : c.problems)
-    longest = std::max<int64_t>(longest, static_cast<int64_t>(Ids(*engine, RkvInstruction(p.question), false).size()));
+  const int64_t longest = LongestRawPrompt(*engine, c);
   c.pairs = {Preset("rkv-authors", {"max_length=" + std::to_string(longest + 4)})};
   c.max_gen = 1000;  // the dataset's default, not given
   auto own = RunSweep(c, *engine);
@@ -276,9 +286,7 @@ TEST(EvalSweepParityTest, PaddedLimitIsMaxGenMinusLongestOfTheBatch) {
   ASSERT_NE(engine, nullptr);
   SweepConfig c = Config("padded");
   c.pairs = {Preset("rkv-authors")};
-  std::vector<int64_t> lens;
-  for (const Problem& p : c.problems)
-    lens.push_back(static_cast<int64_t>(Ids(*engine, RkvInstruction(p.question), false).size()));
+  const std::vector<int64_t> lens = RawPromptLengths(*engine, c);
   const int64_t longest = *std::max_element(lens.begin(), lens.end());
   ASSERT_LT(*std::min_element(lens.begin(), lens.end()), longest);  // the batch has pads
   c.max_gen = longest + 5;
