@@ -33,6 +33,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The plotting script: the installed copy (<prefix>/share/skipkv/tools/,
+// beside the installed data; cmake --install puts it there), else the
+// source tree's (an uninstalled build).
+std::string DefaultReportScript() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / "share/skipkv/tools/make_report.py";
+    if (fs::is_regular_file(installed, ec)) return installed.string();
+  }
+  return SKIPKV_REPORT_SCRIPT;
+}
+
 struct ReportOptions {
   std::string dir;
   std::string out;  // default: dir
@@ -41,7 +54,7 @@ struct ReportOptions {
   int layer = 0, head = 0;
   int64_t seq = 0;
   std::string python;
-  std::string script = SKIPKV_REPORT_SCRIPT;
+  std::string script = DefaultReportScript();
   bool no_html = false;
 };
 
