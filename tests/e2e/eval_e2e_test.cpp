@@ -55,33 +55,20 @@ CmdResult Skipkv(const std::vector<std::string>& args) { return skipkv::e2e::Run
 // stories still runs on every row.
 std::string Dataset() { return skipkv::e2e::WriteSixProblems(Dir()); }
 
+// `eval` on the six problems with `methods` at `budgets` (window 4, interval 16), then `rest`.
+std::vector<std::string> SixProblemsEval(const std::string& methods, const std::string& budgets,
+                                         const std::vector<std::string>& rest) {
+  std::vector<std::string> a = {"eval",    "--dataset", Dataset(),  "--question-field", "q",     "--answer-field",
+                                "a",       "--id-field", "id",       "--methods",        methods, "--budgets",
+                                budgets,   "--set",     "window=4", "--set",            "interval=16"};
+  a.insert(a.end(), rest.begin(), rest.end());
+  return a;
+}
+
 std::vector<std::string> SweepArgs(const std::string& output, const std::vector<std::string>& extra = {},
                                    const std::string& max_gen = "48") {
-  std::vector<std::string> a = {"eval",
-                                "--dataset",
-                                Dataset(),
-                                "--question-field",
-                                "q",
-                                "--answer-field",
-                                "a",
-                                "--id-field",
-                                "id",
-                                "--methods",
-                                "rkv,streaming",
-                                "--budgets",
-                                "40,56",
-                                "--set",
-                                "window=4",
-                                "--set",
-                                "interval=16",
-                                "--max-gen",
-                                max_gen,
-                                "--batch-size",
-                                "2",
-                                "-t",
-                                "1",
-                                "-o",
-                                output};
+  auto a = SixProblemsEval("rkv,streaming", "40,56",
+                           {"--max-gen", max_gen, "--batch-size", "2", "-t", "1", "-o", output});
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }
@@ -490,34 +477,9 @@ TEST(EvalSweepE2eTest, PaddedSkipkvGrouping) {
 // presets that count it; an explicit --prompt gives every method the same.
 TEST(EvalSweepE2eTest, AuthorsPresetsPromptPerMethod) {
   auto args = [&](const std::string& out, const std::vector<std::string>& extra) {
-    std::vector<std::string> a = {"eval",
-                                  "--dataset",
-                                  Dataset(),
-                                  "--question-field",
-                                  "q",
-                                  "--answer-field",
-                                  "a",
-                                  "--id-field",
-                                  "id",
-                                  "--methods",
-                                  "rkv-authors,skipkv-authors,rkv",
-                                  "--budgets",
-                                  "40",
-                                  "--set",
-                                  "window=4",
-                                  "--set",
-                                  "interval=16",
-                                  "--chat-template",
-                                  "chatml",
-                                  "--max-gen",
-                                  "200",
-                                  "--batch-size",
-                                  "3",
-                                  "-t",
-                                  "1",
-                                  "-q",
-                                  "-o",
-                                  out};
+    auto a = SixProblemsEval("rkv-authors,skipkv-authors,rkv", "40",
+                             {"--chat-template", "chatml", "--max-gen", "200", "--batch-size", "3", "-t", "1",
+                              "-q", "-o", out});
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   };
