@@ -58,9 +58,11 @@ std::string Dataset() { return skipkv::e2e::WriteSixProblems(Dir()); }
 // `eval` on the six problems with `methods` at `budgets` (window 4, interval 16), then `rest`.
 std::vector<std::string> SixProblemsEval(const std::string& methods, const std::string& budgets,
                                          const std::vector<std::string>& rest) {
-  std::vector<std::string> a = {"eval",    "--dataset", Dataset(),  "--question-field", "q",     "--answer-field",
-                                "a",       "--id-field", "id",       "--methods",        methods, "--budgets",
-                                budgets,   "--set",     "window=4", "--set",            "interval=16"};
+  std::vector<std::string> a = {"eval",       "--dataset",      Dataset(),  "--question-field",
+                                "q",          "--answer-field", "a",        "--id-field",
+                                "id",         "--methods",      methods,    "--budgets",
+                                budgets,      "--set",          "window=4", "--set",
+                                "interval=16"};
   a.insert(a.end(), rest.begin(), rest.end());
   return a;
 }
