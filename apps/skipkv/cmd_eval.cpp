@@ -200,7 +200,9 @@ int RunSweepCommand(SweepOptions& o) {
   if (o.limit > 0 && static_cast<size_t>(o.limit) < c.problems.size()) c.problems.resize(o.limit);
   c.shard = *shard;
   c.prompt = *style;
+  c.prompt_given = o.prompt != "auto";  // wins over the presets' own prompt (the *-authors presets)
   c.max_gen = o.max_gen > 0 ? o.max_gen : spec->max_gen;
+  c.max_gen_given = o.max_gen > 0;  // wins over the presets' own max_length (the *-authors presets)
   c.samples = o.samples;
   c.sampling = o.sampling;
   c.batch_size = o.batch_size;
@@ -330,15 +332,21 @@ CommandRegistrar reg(
       sub.add_option("--budgets", o->budgets, "Comma-separated KV budgets (fullkv runs once)");
       o->presets.Add(sub);
       sub.add_option("--set", o->overrides,
-                     "Override a preset field: FIELD=VALUE or METHOD.FIELD=VALUE (repeatable)");
+                     "Override a preset field: FIELD=VALUE or METHOD.FIELD=VALUE (repeatable); besides the method "
+                     "parameters: grouping, prompt, max_length, max_length_counts_prompt");
       sub.add_option("--prompt", o->prompt, "auto (plain for the testbed, chat otherwise), chat (R-KV's instruction in the model's "
                      "chat template), raw (the instruction without a template), seal-chat (the SkipKV authors' SEAL instruction in the "
-                     "chat template) or plain (the problem text only)")
+                     "chat template) or plain (the problem text only). With auto, a preset with a prompt of its own uses it "
+                     "(rkv-authors, fullkv-authors: raw; skipkv-authors: seal-chat; --set LABEL.prompt=STYLE) on datasets "
+                     "other than the testbed and code; a --prompt given explicitly wins over every preset's")
           ->capture_default_str();
       sub.add_option("--chat-template", o->chat_template, "auto, r1-distill, chatml or raw")
           ->capture_default_str();
       sub.add_option("--max-gen", o->max_gen,
-                     "Most generated tokens per sample (0 = the dataset's: 8192 / 16384)")
+                     "Most generated tokens per sample (0 = the dataset's: 8192 / 16384, or a preset's own "
+                     "max_length: the *-authors presets take the authors' total, MATH 8192, AIME 16384, GSM8K "
+                     "8192); for a preset with max_length_counts_prompt (the *-authors presets; --set) the prompt "
+                     "counts too, as the authors' max_length")
           ->capture_default_str();
       sub.add_option("--batch-size", o->batch_size, "Requests per batch (the paper: 10)")
           ->capture_default_str();

@@ -16,6 +16,7 @@
 #include "command_registry.h"
 #include "engine_options.h"
 #include "method_flags.h"
+#include "preset_file_flag.h"
 #include "skipkv/engine.h"
 #include "skipkv/method_args.h"
 
@@ -38,8 +39,9 @@ struct RunOptions {
   int threads = 0;
   std::string kv_type = "f16";
   std::string weights = "auto";
-  MethodConfig method;  // every request's method: name (--method seal), kv, steer
+  MethodConfig method;       // every request's method: name (--method PRESET), kv, steer
   MethodFlags method_flags;  // the flags of `method`'s declared parameters (skipkv/method_args.h)
+  PresetFileFlag presets;    // --presets FILE: more names for --method
   int batch_size = 0;
   bool no_sort = false;
   int n_ubatch = 512;
@@ -305,6 +307,7 @@ CommandRegistrar reg("run", "Generate text (streams tokens; default: a story fro
   AddWeightsOption(sub, &o->weights);
   sub.add_option("--kv-type", o->kv_type, "KV cache element type: f16 or f32")->capture_default_str();
   o->method_flags.Add(sub, &o->method, kArgRun, /*run_extras=*/true);
+  o->presets.Add(sub);
   sub.add_option("--batch-size", o->batch_size,
                  "ragged: most requests active at once; padded: rows per left-padded batch (0 = all)")
       ->capture_default_str();
@@ -315,9 +318,9 @@ CommandRegistrar reg("run", "Generate text (streams tokens; default: a story fro
   sub.add_flag("--json", o->json, "Print one JSON result line per request instead of the text");
   sub.add_flag("-q,--quiet", o->quiet, "No summary on stderr");
   return [o] {
-    Status st = o->method_flags.FinishKv();
-    if (st.ok()) st = o->method_flags.FinishSteer();
-    if (!st.ok()) return Fail(st.message());
+    if (Status st = o->presets.Load(); !st.ok()) return Fail(st.message());
+    if (Status st = o->method_flags.FinishRun(o->presets.context(o->model)); !st.ok())
+      return Fail(st.message());
     return RunGenerate(*o);
   };
 });

@@ -11,7 +11,8 @@
 //   --steer-coef = SEAL's fixed strength; without it, --kv-policy skipkv
 //   steers with the adaptive strength (--steer-alpha0/-gamma/-alpha-max/
 //   -cadence), which other policies refuse;
-//   run only: --no-steering (the ablation) and --method seal (FullKV + SEAL).
+//   run only: --no-steering (the ablation) and --method PRESET (any preset of
+//   the registry, skipkv/presets.h, with the flags given on top: FinishRun()).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "skipkv/method_args.h"
+#include "skipkv/presets.h"
 
 namespace skipkv::cli {
 
@@ -41,7 +43,16 @@ class MethodFlags {
     });
     if (!run_extras) return;
     no_steering_ = app.add_flag("--no-steering", no_steering_flag_, "Ignore --steer (ablation)");
-    method_opt_ = app.add_option("--method", method_name_, "Method preset: seal (FullKV + SEAL steering)");
+    std::string presets;
+    for (const std::string& p : KnownPresets()) presets += (presets.empty() ? "" : ", ") + p;
+    method_opt_ = app.add_option(
+        "--method", method_name_,
+        "Method preset, as eval's --methods: " + presets +
+            ", or a preset of --presets FILE. It sets the policy and its settings (drop --kv-policy); "
+            "--kv-budget and the other --kv-*, sentence and --steer-* flags given override them; a "
+            "preset that steers (seal, "
+            "rkv+sentence+steering) needs --steer FILE, skipkv and skipkv-authors steer when it is given. "
+            "The sweep-side fields (grouping, prompt, max_length_counts_prompt) are eval's");
   }
 
   // After parsing: text-valued KV flags into their fields; a KV flag whose
@@ -73,20 +84,21 @@ class MethodFlags {
     return s;
   }
 
-  // run: turns the steering flags into method->steer (and, for --method
-  // seal, its name); method->kv.policy must be final.
+  // run: the method from the flags (FinishKv, FinishSteer), or with --method
+  // PRESET the registry's preset (MakePreset, with the --steer vector) with
+  // every flag given on top of it (FinishPreset); `context`: a --presets
+  // file's presets (PresetFileFlag) and the model.
+  Status FinishRun(const PresetContext& context = {}) {
+    if (method_opt_ != nullptr && method_opt_->count() > 0) return FinishPreset(context);
+    SKIPKV_RETURN_IF_ERROR(FinishKv());
+    return FinishSteer();
+  }
+
+  // run: turns the steering flags into method->steer; method->kv.policy must
+  // be final.
   Status FinishSteer() {
     MethodConfig& m = *method_;
     const bool given = FileGiven();
-    if (method_opt_ != nullptr && method_opt_->count() > 0) {
-      if (method_name_ != "seal") return InvalidArgument("--method '" + method_name_ + "' (known: seal)");
-      if (!given) return InvalidArgument("--method seal needs --steer FILE");
-      if (TraitsOf(m.kv).evicts) {
-        return InvalidArgument("--method seal is FullKV + SEAL: drop --kv-policy " + m.kv.policy +
-                               " (or use --kv-policy skipkv --steer FILE)");
-      }
-      m.name = "seal";
-    }
     SKIPKV_RETURN_IF_ERROR(CheckNeedsFile());
     if (!given || (no_steering_ != nullptr && no_steering_->count() > 0)) {
       m.steer.enabled = false;  // none given, or the ablation: steering stays off
@@ -150,6 +162,67 @@ class MethodFlags {
       }
     }
     return f;
+  }
+
+  // --method PRESET: the preset at --kv-budget with the --steer vector
+  // (MakePreset refuses a preset that needs one without it), then each flag
+  // given copied over the preset's field; a flag the method does not use is
+  // refused (the eviction fields excepted, as FinishKv). --no-steering
+  // turns the preset's steering off at the end.
+  Status FinishPreset(const PresetContext& context) {
+    MethodConfig& m = *method_;
+    const std::string who = "--method " + method_name_;
+    for (const Flag& f : kv_) {
+      if (std::string(f.info.key) == "policy" && f.opt->count() > 0)
+        return InvalidArgument(who + " sets the KV policy: drop " + f.opt->get_name() + " " + m.kv.policy);
+    }
+    SKIPKV_RETURN_IF_ERROR(CheckNeedsFile());
+    SteeringConfig vector;
+    if (FileGiven()) {
+      SKIPKV_RETURN_IF_ERROR(ConvertSteer());
+      vector = m.steer;
+      vector.enabled = true;
+    }
+    StatusOr<MethodPreset> preset = MakePreset(method_name_, m.kv.budget, {}, vector, context);
+    if (!preset.ok()) return InvalidArgument(who + ": " + preset.status().message());
+    MethodConfig& pm = preset->method;
+    if (vector.enabled && !pm.steer.enabled)
+      return InvalidArgument(who + " does not steer: drop --steer (the presets that steer: seal, "
+                                   "rkv+sentence+steering, skipkv, skipkv-authors)");
+    Status st = Status::Ok();
+    for (std::vector<Flag>* flags : {&kv_, &steer_}) {
+      for (Flag& f : *flags) {
+        if (!st.ok() || f.opt->count() == 0) continue;
+        if (f.info.scope != ArgScope::kEvicts && !MethodUsesArg(f.info.scope, pm)) {
+          st = InvalidArgument(f.opt->get_name() + " applies to " + ArgScopeDescription(f.info.scope) +
+                               " only; " + who + " is policy '" + pm.kv.policy + "'" +
+                               (!pm.steer.enabled       ? ""
+                                : pm.steer.adaptive ? " with adaptive steering"
+                                                    : " with SEAL's fixed steering"));
+        } else if (f.convert && flags == &kv_) {
+          st = f.convert();  // text -> the field of *method_ (the steering ones: ConvertSteer above)
+          if (!st.ok()) st = InvalidArgument(f.opt->get_name() + ": " + st.message());
+        }
+        if (st.ok()) CopyField(m, pm, f.info.key);
+      }
+    }
+    SKIPKV_RETURN_IF_ERROR(st);
+    SKIPKV_RETURN_IF_ERROR(ValidateMethod(pm));
+    if (no_steering_ != nullptr && no_steering_->count() > 0) pm.steer.enabled = false;  // the ablation
+    m = pm;
+    return Status::Ok();
+  }
+
+  // to.<key> = from.<key>, for the declared parameter `key`.
+  static void CopyField(MethodConfig& from, MethodConfig& to, const char* key) {
+    ForEachMethodArg(to, [&](auto& dst, const ArgInfo& info) {
+      if (std::string(info.key) != key) return;
+      ForEachMethodArg(from, [&](auto& src, const ArgInfo& si) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(src)>, std::decay_t<decltype(dst)>>) {
+          if (std::string(si.key) == key) dst = src;
+        }
+      });
+    });
   }
 
   bool FileGiven() const {

@@ -23,9 +23,14 @@
 //                           settings of their code where the project's
 //                           defaults differ (issue 38; docs/kv-policies.md,
 //                           "Parity with the authors' code"): batch grouping
-//                           for all three; for rkv and skipkv their pad mask;
-//                           for skipkv τ from their table per (model, dataset,
-//                           B) (AuthorsRuns; 0.95 elsewhere), prompt sentences
+//                           for all three, and --max-gen counting the prompt
+//                           (max_length_counts_prompt), by default their
+//                           dataset's total (max_length); the raw R-KV prompt
+//                           for fullkv and rkv, the SEAL instruction in the
+//                           chat template for skipkv (eval, without --prompt);
+//                           for rkv and skipkv their pad mask; for skipkv τ
+//                           from their table per (model, dataset, B)
+//                           (AuthorsRuns; 0.95 elsewhere), prompt sentences
 //                           in the PSS, 1-token sentences, "?\n\n" among the
 //                           delimiters, the 3 bare keywords, ranges penalised
 //                           from 2 cached slots, λ of the last pair, and
@@ -36,6 +41,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,10 +51,28 @@
 
 namespace skipkv {
 
+// The prompt a sweep sends (eval --prompt; the texts: src/eval/prompt.h):
+// R-KV's instruction in the chat template (chat) or raw with BOS (raw), the
+// SkipKV authors' SEAL instruction in the chat template (seal-chat), or the
+// problem text alone (plain).
+enum class PromptStyle { kChat, kRaw, kPlain, kSealChat };
+// "chat" / "raw" / "plain" / "seal-chat"; another name is an InvalidArgument listing them.
+StatusOr<PromptStyle> ParsePromptStyle(const std::string& s);
+const char* PromptStyleName(PromptStyle s);
+
 struct MethodPreset {
   std::string preset;   // the preset it came from
   MethodConfig method;  // name = the label rows are keyed by
   bool grouping = false;
+  // Sweep side, like grouping (eval only; issue 38 rows 2 and 3):
+  // `prompt`: the style of the preset's rows when the user gives no --prompt
+  // (unset: the sweep's); `max_length_counts_prompt`: --max-gen bounds the
+  // prompt plus the generated tokens, as the authors' generate(max_length);
+  // `max_length`: the preset's --max-gen when none is given (0: the
+  // sweep's; the *-authors presets: AuthorsMaxLength of the dataset).
+  std::optional<PromptStyle> prompt;
+  bool max_length_counts_prompt = false;
+  int64_t max_length = 0;
   // The authors' run whose τ / steering strength an *-authors preset took
   // ("DeepSeek-R1-Distill-Qwen-7B/aime24/1536"); empty when none matched.
   std::string authors_run;
@@ -89,6 +113,10 @@ std::span<const AuthorsRun> AuthorsRuns();
 // aime24, gsm8k) and a budget; nullptr if the authors have none.
 const AuthorsRun* FindAuthorsRun(const std::string& model, const std::string& dataset, int64_t budget);
 
+// Their generate(max_length) per dataset (run_math.py's dataset2max_length:
+// math500 or math 8192, aime24 16384, gsm8k 8192); 0 for another dataset.
+int64_t AuthorsMaxLength(const std::string& dataset);
+
 // A preset defined in a preset file (`--presets FILE`, written by `skipkv
 // calibrate`; format in docs/calibration.md): a built-in `base` preset plus
 // FIELD=VALUE `settings` (the --set fields, unscoped), applied after the
@@ -128,7 +156,8 @@ struct PresetContext {
 // method with that label. Fields: the method parameters declared with
 // kArgSet in skipkv/method_args.h (window, interval, mix_lambda, ...,
 // steer_layer, steer_coef for fixed strength, steer_alpha0/gamma/alpha_max
-// for the adaptive one), parsed by ParseArgValue, plus the preset's grouping.
+// for the adaptive one), parsed by ParseArgValue, plus the preset's grouping,
+// prompt (a PromptStyle name), max_length and max_length_counts_prompt.
 // An unknown preset, field or a bad value is an InvalidArgument naming it; a
 // field the method does not use is refused when scoped (LABEL.FIELD) and
 // skipped when shared.

@@ -2,24 +2,6 @@
 
 namespace skipkv::eval {
 
-StatusOr<PromptStyle> ParsePromptStyle(const std::string& s) {
-  if (s == "chat") return PromptStyle::kChat;
-  if (s == "raw") return PromptStyle::kRaw;
-  if (s == "plain") return PromptStyle::kPlain;
-  if (s == "seal-chat") return PromptStyle::kSealChat;
-  return InvalidArgument("prompt style '" + s + "' is not one of: chat, raw, plain, seal-chat");
-}
-
-const char* PromptStyleName(PromptStyle s) {
-  switch (s) {
-    case PromptStyle::kChat: return "chat";
-    case PromptStyle::kRaw: return "raw";
-    case PromptStyle::kPlain: return "plain";
-    case PromptStyle::kSealChat: return "seal-chat";
-  }
-  return "chat";
-}
-
 bool PromptStyleUsesChat(PromptStyle s) { return s == PromptStyle::kChat || s == PromptStyle::kSealChat; }
 
 std::string PromptText(PromptStyle style, const std::string& question) {

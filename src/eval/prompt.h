@@ -8,19 +8,20 @@
 
 #include <string>
 
+#include "skipkv/presets.h"
 #include "util/status.h"
 
 namespace skipkv::eval {
 
-// kSealChat: the SkipKV authors' SEAL instruction (run_math.py with
+// The styles (declared with the presets, which may carry one: issue 38 row
+// 2). kSealChat: the SkipKV authors' SEAL instruction (run_math.py with
 // --steering SEAL --use_chat_format, DeepSeek models: one user turn, the BOS
 // the template writes removed and added back by the tokenizer, i.e. one BOS)
-// inside the chat template; issue 38 row 2.
-enum class PromptStyle { kChat, kRaw, kPlain, kSealChat };
-
-// "chat" / "raw" / "plain" / "seal-chat".
-StatusOr<PromptStyle> ParsePromptStyle(const std::string& s);
-const char* PromptStyleName(PromptStyle s);
+// inside the chat template. kRaw: R-KV's prompt_template as their run_task
+// sends it (no template; the tokenizer adds BOS).
+using skipkv::ParsePromptStyle;
+using skipkv::PromptStyle;
+using skipkv::PromptStyleName;
 
 // R-KV's instruction (run_math.py's prompt_template) with the problem
 // inserted; note the space after each blank line and the two spaces before

@@ -26,10 +26,10 @@ uint64_t SampleSeed(uint64_t base, const std::string& problem, int sample) {
   return h;
 }
 
-// The prompt text of a problem and whether it goes through the chat
-// template: code rows carry their LiveCodeBench prompt as the question.
-std::string RequestText(const SweepConfig& c, const Problem& p) {
-  return c.dataset.code ? p.question : PromptText(c.prompt, p.question);
+// The prompt text of a problem in a style: code rows carry their
+// LiveCodeBench prompt as the question.
+std::string RequestText(const SweepConfig& c, PromptStyle style, const Problem& p) {
+  return c.dataset.code ? p.question : PromptText(style, p.question);
 }
 
 int64_t PairBudget(const MethodPreset& p) { return p.full() ? 0 : p.method.kv.budget; }
@@ -53,6 +53,23 @@ nlohmann::json KvJson(const KvStats& kv) {
 }
 
 }  // namespace
+
+PromptStyle PairPromptStyle(const SweepConfig& c, const MethodPreset& pair) {
+  if (!pair.prompt || c.prompt_given || c.dataset.plain_prompt || c.dataset.code) return c.prompt;
+  return *pair.prompt;
+}
+
+StatusOr<std::vector<int32_t>> SweepPromptTokens(const SweepConfig& c, const Engine& engine,
+                                                 const MethodPreset& pair, const Problem& problem) {
+  const PromptStyle style = PairPromptStyle(c, pair);
+  return engine.Tokenize(RequestText(c, style, problem), true, PromptStyleUsesChat(style));
+}
+
+int64_t GenerationLimit(const SweepConfig& c, const MethodPreset& pair, int64_t prompt_len) {
+  const int64_t total = pair.max_length > 0 && !c.max_gen_given ? pair.max_length : c.max_gen;
+  if (!pair.max_length_counts_prompt) return total;
+  return std::max<int64_t>(1, total - prompt_len);
+}
 
 StatusOr<nlohmann::json> RunFingerprint(const SweepConfig& c, const Engine& engine) {
   SKIPKV_ASSIGN_OR_RETURN(std::string model_digest, ContentDigest(c.model_path));
@@ -131,31 +148,45 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
   // configuration depends on the budget, so it is checked per row below.
   SKIPKV_ASSIGN_OR_RETURN(auto finished, ReadFinishedRows(c.output, run, {}));
 
-  // Prompt lengths for grouping (the tokenization Generate uses).
-  std::vector<int64_t> prompt_len(c.problems.size(), -1);
-  const bool any_grouping =
-      std::any_of(c.pairs.begin(), c.pairs.end(), [](const auto& p) { return p.grouping; });
+  // The pairs with the prompt style and total length their rows use (the
+  // method_config shows them).
+  std::vector<MethodPreset> pairs = c.pairs;
+  for (MethodPreset& p : pairs) {
+    if (p.prompt) p.prompt = PairPromptStyle(c, p);
+    if (p.max_length > 0 && c.max_gen_given) p.max_length = c.max_gen;
+  }
+  // The prompt ids per (style, problem), tokenized once: the requests carry
+  // them, grouping sorts by their length and max_length_counts_prompt
+  // subtracts it.
+  std::map<std::pair<PromptStyle, size_t>, std::vector<int32_t>> prompt_ids;
+  auto ids_of = [&](const MethodPreset& pair, size_t problem) -> StatusOr<const std::vector<int32_t>*> {
+    const auto key = std::make_pair(PairPromptStyle(c, pair), problem);
+    auto it = prompt_ids.find(key);
+    if (it == prompt_ids.end()) {
+      SKIPKV_ASSIGN_OR_RETURN(auto ids, SweepPromptTokens(c, engine, pair, c.problems[problem]));
+      it = prompt_ids.emplace(key, std::move(ids)).first;
+    }
+    return &it->second;
+  };
   std::vector<size_t> shard_problems;
   for (size_t i = 0; i < c.problems.size(); ++i)
     if (c.shard.Contains(i)) shard_problems.push_back(i);
-  if (any_grouping) {
-    for (size_t i : shard_problems) {
-      SKIPKV_ASSIGN_OR_RETURN(auto ids, engine.Tokenize(RequestText(c, c.problems[i]), true,
-                                                        PromptStyleUsesChat(c.prompt)));
-      prompt_len[i] = static_cast<int64_t>(ids.size());
-    }
-  }
 
   SweepResult result;
   SweepProgress prog;
   std::vector<Item> pending;
-  for (size_t pi = 0; pi < c.pairs.size(); ++pi) {
-    const MethodPreset& pair = c.pairs[pi];
+  for (size_t pi = 0; pi < pairs.size(); ++pi) {
+    const MethodPreset& pair = pairs[pi];
     const nlohmann::json mj = nlohmann::json::parse(PresetJson(pair));
     std::vector<size_t> order = shard_problems;
     if (pair.grouping) {
-      std::stable_sort(order.begin(), order.end(),
-                       [&](size_t a, size_t b) { return prompt_len[a] < prompt_len[b]; });
+      // By the prompt length of this pair's style (stable: dataset order among equals).
+      std::vector<int64_t> len(c.problems.size(), 0);
+      for (size_t i : order) {
+        SKIPKV_ASSIGN_OR_RETURN(const std::vector<int32_t>* ids, ids_of(pair, i));
+        len[i] = static_cast<int64_t>(ids->size());
+      }
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return len[a] < len[b]; });
     }
     auto& acc = prog.accuracy[PairLabel(pair)];
     for (size_t prob : order) {
@@ -195,17 +226,26 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
       ++end;
     std::vector<Request> requests;
     std::vector<uint64_t> seeds;
+    std::vector<int64_t> limits;  // max_new_tokens per request
+    int64_t longest = 0;          // padded: every row of the call is padded to it
     for (size_t i = pos; i < end; ++i) {
       const Item& it = pending[i];
+      const MethodPreset& pair = pairs[it.pair];
+      SKIPKV_ASSIGN_OR_RETURN(const std::vector<int32_t>* ids, ids_of(pair, it.problem));
+      longest = std::max<int64_t>(longest, static_cast<int64_t>(ids->size()));
       Request r;
-      r.prompt = RequestText(c, c.problems[it.problem]);
-      r.chat = PromptStyleUsesChat(c.prompt);
+      r.prompt_tokens = *ids;
       r.sampling = c.sampling;
       r.sampling.seed = SampleSeed(c.sampling.seed, it.key.problem, it.sample);
       seeds.push_back(r.sampling.seed);
-      r.max_new_tokens = static_cast<int>(c.max_gen);
-      r.method = c.pairs[it.pair].method;
+      r.method = pair.method;
       requests.push_back(std::move(r));
+    }
+    for (size_t i = pos; i < end; ++i) {
+      Request& r = requests[i - pos];
+      const int64_t len = padded ? longest : static_cast<int64_t>(r.prompt_tokens.size());
+      limits.push_back(GenerationLimit(c, pairs[pending[i].pair], len));
+      r.max_new_tokens = static_cast<int>(limits.back());
     }
     // Each row is graded, appended and flushed as soon as its sequence
     // finishes (Engine's on_finished), so a kill mid-batch keeps the rows of
@@ -217,7 +257,7 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
       if (!write_status.ok()) return;
       const Item& it = pending[pos + g.index];
       const Problem& prob = c.problems[it.problem];
-      const MethodPreset& pair = c.pairs[it.pair];
+      const MethodPreset& pair = pairs[it.pair];
       std::string extracted;
       bool correct = false;
       nlohmann::json code_grade;
@@ -252,6 +292,7 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
           {"finish", FinishReasonName(g.finish)},
           {"prompt_tokens", g.prompt_tokens.size()},
           {"output_tokens", g.tokens.size()},
+          {"max_new_tokens", limits[g.index]},
           {"seed", seeds[g.index]},
           {"timings",
            {{"queue_ms", g.timings.queue_ms},

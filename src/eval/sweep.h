@@ -34,7 +34,15 @@ struct SweepConfig {
   Shard shard;                      // which problems this process runs
   std::vector<MethodPreset> pairs;  // one per (method, budget), budgets filled in
   PromptStyle prompt = PromptStyle::kChat;
-  int64_t max_gen = 0;      // max new tokens per sample (>= 1)
+  // The prompt was given explicitly (eval --prompt): it wins over the
+  // presets' own (MethodPreset::prompt; see PairPromptStyle).
+  bool prompt_given = false;
+  // Max new tokens per sample (>= 1); for a preset with
+  // max_length_counts_prompt, prompt + new tokens (see GenerationLimit).
+  int64_t max_gen = 0;
+  // max_gen was given explicitly (eval --max-gen): it wins over the
+  // presets' own max_length.
+  bool max_gen_given = false;
   int samples = 1;          // k samples per problem
   SamplingParams sampling;  // temperature 0 = greedy; seed = base seed
   int batch_size = 1;       // requests per Generate call
@@ -51,6 +59,28 @@ struct SweepConfig {
   const Sandbox* sandbox = nullptr;
   CodeGradeOptions code_grading;
 };
+
+// The prompt style of a pair's rows: the preset's own (MethodPreset::prompt,
+// e.g. the *-authors presets' raw / seal-chat) unless the sweep's was given
+// explicitly (prompt_given) or the dataset brings its prompt (plain: the
+// testbed; code); otherwise the sweep's. A row's method_config carries the
+// style whenever its preset has one ("prompt"); run.prompt is the sweep's.
+PromptStyle PairPromptStyle(const SweepConfig& config, const MethodPreset& pair);
+
+// The prompt ids a pair's rows of `problem` are generated from (the
+// request's prompt_tokens), in the pair's prompt style.
+StatusOr<std::vector<int32_t>> SweepPromptTokens(const SweepConfig& config, const Engine& engine,
+                                                 const MethodPreset& pair, const Problem& problem);
+
+// The most new tokens of a row: the total L = the preset's max_length when it
+// has one and max_gen was not given (max_gen_given), max_gen otherwise; when
+// the preset has max_length_counts_prompt (the authors' generate(max_length)
+// counts the prompt, issue 38 row 3), L − prompt_len, at least 1 (as
+// generate() makes one token of a prompt at max_length). prompt_len is the
+// row's prompt, or in padded mode the longest of its Generate call (every row
+// is padded to it). A row records it as "max_new_tokens", and its
+// method_config the max_length used whenever its preset has one.
+int64_t GenerationLimit(const SweepConfig& config, const MethodPreset& pair, int64_t prompt_len);
 
 // The "run" object every row carries and resume / merge compare.
 StatusOr<nlohmann::json> RunFingerprint(const SweepConfig& config, const Engine& engine);

@@ -27,20 +27,27 @@ struct PresetDef {
   // FIELD=VALUE settings applied before the user's --set (the *-authors presets).
   std::span<const char* const> settings = {};
   bool authors_table = false;  // τ and the steering strength from AuthorsRuns()
+  bool authors_lengths = false;  // max_length = their dataset's total (AuthorsMaxLength)
 };
 
 // ---- The SkipKV authors' runs (issue 38) as data ---------------------------
 // Where their code differs from the project's defaults; the row numbers are
 // issue 38's table (docs/kv-policies.md, "Parity with the authors' code").
 constexpr const char* kAuthorsFullkv[] = {
-    "grouping=true",  // row 8: run_math.py sorts prompts by length for every method
+    "grouping=true",                  // row 8: run_math.py sorts prompts by length for every method
+    "prompt=raw",                     // row 2: run_task, R-KV's prompt_template without a chat template
+    "max_length_counts_prompt=true",  // row 3: generate(max_length=...)
 };
 constexpr const char* kAuthorsRkv[] = {
-    "grouping=true",              // row 8
-    "pad_mask_seen_tokens=true",  // row 11: the layer mask, not the slots' pad flags
+    "grouping=true",                  // row 8
+    "prompt=raw",                     // row 2
+    "max_length_counts_prompt=true",  // row 3
+    "pad_mask_seen_tokens=true",      // row 11: the layer mask, not the slots' pad flags
 };
 constexpr const char* kAuthorsSkipkv[] = {
     "grouping=true",                                                      // row 8
+    "prompt=seal-chat",                                                   // row 2: run_seal, --use_chat_format
+    "max_length_counts_prompt=true",                                      // row 3
     "pad_mask_seen_tokens=true",                                          // row 11
     "sim_threshold=0.95",                                                 // row 1: run_math.py's default S_threshold
     "pss_include_prompt=true",                                            // row 7
@@ -107,9 +114,12 @@ constexpr PresetDef kPresets[] = {
     {"rkv+sentence+steering", "skipkv", true, false, Steer::kAdaptive},
     {"skipkv", "skipkv", true, true, Steer::kIfGiven},
     {"seal", "full", false, false, Steer::kFixed},
-    {"fullkv-authors", "full", false, true, Steer::kNone, kAuthorsFullkv},
-    {"rkv-authors", "rkv", false, true, Steer::kNone, kAuthorsRkv},
-    {"skipkv-authors", "skipkv", true, true, Steer::kIfGiven, kAuthorsSkipkv, /*authors_table=*/true},
+    {"fullkv-authors", "full", false, true, Steer::kNone, kAuthorsFullkv, /*authors_table=*/false,
+     /*authors_lengths=*/true},
+    {"rkv-authors", "rkv", false, true, Steer::kNone, kAuthorsRkv, /*authors_table=*/false,
+     /*authors_lengths=*/true},
+    {"skipkv-authors", "skipkv", true, true, Steer::kIfGiven, kAuthorsSkipkv, /*authors_table=*/true,
+     /*authors_lengths=*/true},
 };
 
 // Other names of presets: "full" is the policy's name for the FullKV method.
@@ -122,6 +132,23 @@ constexpr std::pair<const char*, const char*> kAliases[] = {{"full", "fullkv"}};
 Status Apply(MethodPreset& p, const std::string& field, const std::string& value, bool scoped) {
   if (field == "grouping") {
     return ParseArgValue(p.grouping, ArgInfo{"grouping", "", "", kArgSet, ArgScope::kAny}, value);
+  }
+  if (field == "max_length") {
+    SKIPKV_RETURN_IF_ERROR(
+        ParseArgValue(p.max_length, ArgInfo{"max_length", "", "", kArgSet, ArgScope::kAny}, value));
+    if (p.max_length < 0)
+      return InvalidField(field, "max_length=" + value + ": must be >= 0 (0 = the sweep's --max-gen)");
+    return Status::Ok();
+  }
+  if (field == "max_length_counts_prompt") {
+    return ParseArgValue(p.max_length_counts_prompt,
+                         ArgInfo{"max_length_counts_prompt", "", "", kArgSet, ArgScope::kAny}, value);
+  }
+  if (field == "prompt") {
+    StatusOr<PromptStyle> style = ParsePromptStyle(value);
+    if (!style.ok()) return InvalidField(field, field + "=" + value + ": " + style.status().message());
+    p.prompt = *style;
+    return Status::Ok();
   }
   bool found = false;
   Status result = Status::Ok();
@@ -148,7 +175,9 @@ Status Apply(MethodPreset& p, const std::string& field, const std::string& value
     }
     result = ParseArgValue(target, info, value);  // its errors name the field
   });
-  if (!found) return InvalidField(field, "unknown field '" + field + "' (known: " + known + ", grouping)");
+  if (!found)
+    return InvalidField(field, "unknown field '" + field + "' (known: " + known +
+                                   ", grouping, prompt, max_length, max_length_counts_prompt)");
   return result;
 }
 
@@ -170,6 +199,24 @@ Status ApplyOverride(MethodPreset& p, const std::string& o) {
 
 }  // namespace
 
+StatusOr<PromptStyle> ParsePromptStyle(const std::string& s) {
+  if (s == "chat") return PromptStyle::kChat;
+  if (s == "raw") return PromptStyle::kRaw;
+  if (s == "plain") return PromptStyle::kPlain;
+  if (s == "seal-chat") return PromptStyle::kSealChat;
+  return InvalidArgument("prompt style '" + s + "' is not one of: chat, raw, plain, seal-chat");
+}
+
+const char* PromptStyleName(PromptStyle s) {
+  switch (s) {
+    case PromptStyle::kChat: return "chat";
+    case PromptStyle::kRaw: return "raw";
+    case PromptStyle::kPlain: return "plain";
+    case PromptStyle::kSealChat: return "seal-chat";
+  }
+  return "chat";
+}
+
 std::span<const AuthorsRun> AuthorsRuns() { return kAuthorsRuns; }
 
 const AuthorsRun* FindAuthorsRun(const std::string& model, const std::string& dataset, int64_t budget) {
@@ -181,6 +228,14 @@ const AuthorsRun* FindAuthorsRun(const std::string& model, const std::string& da
     if (best == nullptr || std::string(r.model).size() > std::string(best->model).size()) best = &r;
   }
   return best;
+}
+
+int64_t AuthorsMaxLength(const std::string& dataset) {
+  // run_math.py's dataset2max_length.
+  const std::string d = Lower(dataset);
+  if (d == "math500" || d == "math" || d == "gsm8k") return 8192;
+  if (d == "aime24") return 16384;
+  return 0;
 }
 
 std::string CanonicalPresetName(const std::string& name) {
@@ -271,6 +326,7 @@ StatusOr<MethodPreset> Build(const PresetDef& def, const PresetFileEntry* file, 
       SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, "steer_alpha0=" + std::to_string(-r->coef)));
     }
   }
+  if (def.authors_lengths) p.max_length = AuthorsMaxLength(context.dataset);
   if (file != nullptr)
     for (const std::string& s : file->settings) SKIPKV_RETURN_IF_ERROR(ApplyFileSetting(p, *file, s));
   for (const std::string& o : overrides) SKIPKV_RETURN_IF_ERROR(ApplyOverride(p, o));
@@ -325,6 +381,10 @@ std::string PresetJson(const MethodPreset& p) {
   std::string m = MethodJson(p.method);  // "{...}"
   m.pop_back();
   m += ",\"preset\":\"" + p.preset + "\",\"grouping\":" + (p.grouping ? "true" : "false");
+  // Only when set, so that rows written before these fields keep their configuration.
+  if (p.prompt) m += ",\"prompt\":\"" + std::string(PromptStyleName(*p.prompt)) + "\"";
+  if (p.max_length > 0) m += ",\"max_length\":" + std::to_string(p.max_length);
+  if (p.max_length_counts_prompt) m += ",\"max_length_counts_prompt\":true";
   if (!p.authors_run.empty()) m += ",\"authors_run\":\"" + p.authors_run + "\"";
   if (!p.base.empty()) m += ",\"base\":" + ArgValueJson(p.base) + ",\"preset_file\":" + ArgValueJson(p.preset_file);
   return m + "}";

@@ -57,6 +57,13 @@ ConvertOutcome ToEngineRequest(const ParsedRequest& p, const ConvertLimits& limi
             Bad("kv.grouping", "kv.grouping sorts a sweep's padded batches; the server runs ragged batches");
         return out;
       }
+      for (const char* field : {"max_length", "max_length_counts_prompt"}) {
+        if (o.rfind(std::string(field) + "=", 0) == 0) {
+          out.error = Bad(std::string("kv.") + field,
+                          std::string("kv.") + field + " bounds an eval sweep's rows; give max_tokens");
+          return out;
+        }
+      }
       overrides.push_back(preset_name + "." + o);
     }
     // The vector: the one named, else the server's default (if any).

@@ -288,6 +288,75 @@ TEST(CliRunTest, SkipkvReportsItsMethodSentencesAndEvictions) {
   EXPECT_NE(r.err.find("skipkv.redundant_sentences"), std::string::npos) << r.err;
 }
 
+// `run --method PRESET` takes any preset of the registry: rkv+sentence is
+// --kv-policy skipkv token for token; the flags given override the preset's
+// settings (the *-authors ones included); bad combinations are named.
+TEST(CliRunTest, MethodPresetEqualsItsFlagsAndFlagsOverrideIt) {
+  const std::string common =
+      "run --json -n 150 -t 2 --kv-budget 48 --kv-window 8 --kv-interval 16 "
+      "--sentence-delimiters . --sim-threshold 0.5 -p 'Once upon a time' ";
+  CmdResult flags = Skipkv(common + "--kv-policy skipkv");
+  CmdResult preset = Skipkv(common + "--method rkv+sentence");
+  ASSERT_EQ(flags.exit_code, 0) << flags.err;
+  ASSERT_EQ(preset.exit_code, 0) << preset.err;
+  const auto f = JsonLines(flags.out), p = JsonLines(preset.out);
+  ASSERT_EQ(f.size(), 1u);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].at("method").at("name"), "rkv+sentence");
+  EXPECT_EQ(p[0].at("method").at("policy"), "skipkv");
+  EXPECT_GT(p[0].at("kv").at("compressions").get<int>(), 0);
+  EXPECT_EQ(p[0].at("tokens"), f[0].at("tokens"));
+  // The authors' preset: its settings, with the flags given on top.
+  CmdResult authors = Skipkv(common + "--method skipkv-authors --min-sentence-tokens 3");
+  ASSERT_EQ(authors.exit_code, 0) << authors.err;
+  const auto a = JsonLines(authors.out);
+  ASSERT_EQ(a.size(), 1u);
+  const auto& m = a[0].at("method");
+  EXPECT_EQ(m.at("name"), "skipkv-authors");
+  EXPECT_FLOAT_EQ(m.at("skipkv.sim_threshold").get<float>(), 0.5f);    // the flag, not the preset's 0.95
+  EXPECT_EQ(m.at("skipkv.min_sentence_tokens"), 3);                    // the flag, not the preset's 1
+  EXPECT_EQ(m.at("skipkv.delimiters"), nlohmann::json::array({"."}));  // the flag
+  EXPECT_EQ(m.at("skipkv.nonexec_keywords"),
+            nlohmann::json::array({"Alternatively", "Wait", "again"}));  // preset
+  EXPECT_EQ(m.at("skipkv.range_min_slots"), 2);                          // preset
+  EXPECT_EQ(m.at("budget"), 48);
+  CmdResult rkv = Skipkv("run --json -n 8 --method rkv-authors --kv-budget 48 --kv-window 8");
+  ASSERT_EQ(rkv.exit_code, 0) << rkv.err;
+  EXPECT_EQ(JsonLines(rkv.out).at(0).at("method").at("pad_mask_seen_tokens"), true);
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  for (const Case& c :
+       {Case{"run -n 4 --method seal", "--steer FILE"},
+        Case{"run -n 4 --method rkv --kv-policy skipkv", "--method rkv sets the KV policy: drop --kv-policy"},
+        Case{"run -n 4 --method nope", "unknown method 'nope' (known: fullkv,"},
+        Case{"run -n 4 --method rkv --sim-threshold 0.5", "--sim-threshold applies to"},
+        Case{"run -n 4 --method rkv --kv-budget 4 --kv-window 8", "budget"}}) {
+    CmdResult r = Skipkv(c.args);
+    ExpectCleanFailure(r, c.args);
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\nstderr: " << r.err;
+  }
+  // A preset of a --presets file is a --method name too.
+  const std::string file = ::testing::TempDir() + "/skipkv_e2e_run_presets.json";
+  std::ofstream(file) << R"({"format": "skipkv-presets/1", "presets": [)"
+                      << R"({"name": "rkv-mix5", "base": "rkv", "settings": ["mix_lambda=0.5"]}]})";
+  CmdResult filed =
+      Skipkv("run --json -n 8 --presets " + file + " --method rkv-mix5 --kv-budget 48 --kv-window 8");
+  ASSERT_EQ(filed.exit_code, 0) << filed.err;
+  const auto fm = JsonLines(filed.out).at(0).at("method");
+  EXPECT_EQ(fm.at("name"), "rkv-mix5");
+  EXPECT_FLOAT_EQ(fm.at("mix_lambda").get<float>(), 0.5f);
+  CmdResult unknown = Skipkv("run -n 4 --method rkv-mix5");
+  ExpectCleanFailure(unknown, "file preset without --presets");
+  EXPECT_NE(unknown.err.find("unknown method 'rkv-mix5'"), std::string::npos) << unknown.err;
+  std::remove(file.c_str());
+  CmdResult help = Skipkv("run --help");
+  ASSERT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("skipkv-authors"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--presets"), std::string::npos) << help.out;
+}
+
 TEST(CliRunTest, SkipkvRunsOnAGgufAndBenchReportsItsExtraCost) {
   const std::string gguf = ::testing::TempDir() + "/skipkv_e2e_tiny_llama.gguf";
   CmdResult made = Skipkv("make-model --preset tiny-llama --type q8_0 -q -o " + gguf);

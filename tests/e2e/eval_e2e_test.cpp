@@ -55,33 +55,22 @@ CmdResult Skipkv(const std::vector<std::string>& args) { return skipkv::e2e::Run
 // stories still runs on every row.
 std::string Dataset() { return skipkv::e2e::WriteSixProblems(Dir()); }
 
+// `eval` on the six problems with `methods` at `budgets` (window 4, interval 16), then `rest`.
+std::vector<std::string> SixProblemsEval(const std::string& methods, const std::string& budgets,
+                                         const std::vector<std::string>& rest) {
+  std::vector<std::string> a = {"eval",       "--dataset",      Dataset(),  "--question-field",
+                                "q",          "--answer-field", "a",        "--id-field",
+                                "id",         "--methods",      methods,    "--budgets",
+                                budgets,      "--set",          "window=4", "--set",
+                                "interval=16"};
+  a.insert(a.end(), rest.begin(), rest.end());
+  return a;
+}
+
 std::vector<std::string> SweepArgs(const std::string& output, const std::vector<std::string>& extra = {},
                                    const std::string& max_gen = "48") {
-  std::vector<std::string> a = {"eval",
-                                "--dataset",
-                                Dataset(),
-                                "--question-field",
-                                "q",
-                                "--answer-field",
-                                "a",
-                                "--id-field",
-                                "id",
-                                "--methods",
-                                "rkv,streaming",
-                                "--budgets",
-                                "40,56",
-                                "--set",
-                                "window=4",
-                                "--set",
-                                "interval=16",
-                                "--max-gen",
-                                max_gen,
-                                "--batch-size",
-                                "2",
-                                "-t",
-                                "1",
-                                "-o",
-                                output};
+  auto a = SixProblemsEval("rkv,streaming", "40,56",
+                           {"--max-gen", max_gen, "--batch-size", "2", "-t", "1", "-o", output});
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }
@@ -482,6 +471,54 @@ TEST(EvalSweepE2eTest, PaddedSkipkvGrouping) {
   }
   EXPECT_LE(total_grouped, total_plain);
   EXPECT_GT(total_plain, 0);
+}
+
+// The authors' presets in one sweep (issue 38 rows 2, 3): rkv-authors sends
+// R-KV's instruction raw, skipkv-authors SEAL's in the chat template, rkv the
+// sweep's chat prompt; each row's limit is --max-gen minus its prompt for the
+// presets that count it; an explicit --prompt gives every method the same.
+TEST(EvalSweepE2eTest, AuthorsPresetsPromptPerMethod) {
+  auto args = [&](const std::string& out, const std::vector<std::string>& extra) {
+    auto a = SixProblemsEval("rkv-authors,skipkv-authors,rkv", "40",
+                             {"--chat-template", "chatml", "--max-gen", "200", "--batch-size", "3", "-t", "1",
+                              "-q", "-o", out});
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const std::string own = Dir() + "/authors_own.jsonl", given = Dir() + "/authors_given.jsonl";
+  CmdResult r = Skipkv(args(own, {}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto by = ByMethodAndProblem(Rows(own));
+  ASSERT_EQ(by.size(), 3u);
+  for (const auto& [problem, row] : by.at("rkv")) {
+    SCOPED_TRACE(problem);
+    const auto& ra = by.at("rkv-authors").at(problem);
+    const auto& sa = by.at("skipkv-authors").at(problem);
+    EXPECT_EQ(row.at("run").at("prompt"), "chat");
+    EXPECT_FALSE(row.at("method_config").contains("prompt"));
+    EXPECT_EQ(ra.at("method_config").at("prompt"), "raw");
+    EXPECT_EQ(sa.at("method_config").at("prompt"), "seal-chat");
+    // Three prompts: ChatML's turn markers make the chat prompt the longest.
+    const int64_t chat = row.at("prompt_tokens"), raw = ra.at("prompt_tokens"), seal = sa.at("prompt_tokens");
+    EXPECT_GT(chat, raw);
+    EXPECT_NE(raw, seal);
+    EXPECT_EQ(row.at("max_new_tokens"), 200);
+    EXPECT_EQ(ra.at("max_new_tokens").get<int64_t>(), 200 - raw);
+    EXPECT_EQ(sa.at("max_new_tokens").get<int64_t>(), 200 - seal);
+    EXPECT_LE(ra.at("output_tokens").get<int64_t>(), 200 - raw);
+  }
+  CmdResult g = Skipkv(args(given, {"--prompt", "chat"}));
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  const auto gby = ByMethodAndProblem(Rows(given));
+  for (const auto& [problem, row] : gby.at("rkv")) {
+    for (const char* m : {"rkv-authors", "skipkv-authors"}) {
+      const auto& a = gby.at(m).at(problem);
+      EXPECT_EQ(a.at("method_config").at("prompt"), "chat") << m;
+      EXPECT_EQ(a.at("prompt_tokens"), row.at("prompt_tokens")) << m;
+    }
+  }
+  CmdResult help = Skipkv({"eval", "--help"});
+  EXPECT_NE(help.out.find("wins over every preset's"), std::string::npos) << help.out;
 }
 
 // ---- Steering presets ---------------------------------------------------------------

@@ -380,7 +380,19 @@ TEST_F(SteerExtractTest, RunSteersWithSealAndSkipkv) {
   EXPECT_NEAR(d["steer.alpha"].get<double>(), 1.0 + 0.02 * d["steer.nonexec"].get<double>(), 1e-6);
   EXPECT_EQ(sk["method"]["steer.mode"], "adaptive");
 
+  // --method skipkv is --kv-policy skipkv: adaptive steering with the vector.
+  auto [skp, e5] = run("--method skipkv --kv-budget 16 --kv-window 4 --kv-interval 8 -n 48 --steer " + vec +
+                           " --steer-layer 2 --steer-cadence sentence",
+                       &rc);
+  ASSERT_EQ(rc, 0) << e5;
+  EXPECT_EQ(skp["method"]["steer.mode"], "adaptive");
+  EXPECT_EQ(skp["tokens"], sk["tokens"]);
+
   std::string err;
+  EXPECT_NE(Shell(base + "--method rkv --steer " + vec + " --steer-layer 1", &err), 0);
+  EXPECT_NE(err.find("does not steer"), std::string::npos) << err;
+  EXPECT_NE(Shell(base + "--method seal --steer " + vec + " --steer-layer 1 --steer-alpha0 2", &err), 0);
+  EXPECT_NE(err.find("--steer-alpha0 applies to"), std::string::npos) << err;
   EXPECT_NE(Shell(base + "--steer " + vec + " --steer-gamma 0.1", &err), 0);
   EXPECT_NE(err.find("--steer-gamma"), std::string::npos) << err;
   EXPECT_NE(Shell(base + "--steer-layer 1", &err), 0);

@@ -152,6 +152,11 @@ TEST(ServeConvertTest, MethodsFromPresetsAndLimits) {
         "sim_threshold");
   fails(m + R"(,"kv":{"policy":"rkv","budget":64,"colour":1}})", "kv.colour", "unknown field 'colour'");
   fails(m + R"(,"kv":{"policy":"full","budget":64}})", "kv.budget", "no budget");
+  // The sweep-side fields of the *-authors presets (issue 38 row 3) are eval's.
+  fails(m + R"(,"kv":{"policy":"rkv-authors","budget":64,"max_length":8192}})", "kv.max_length",
+        "give max_tokens");
+  fails(m + R"(,"kv":{"policy":"rkv","budget":64,"max_length_counts_prompt":true}})",
+        "kv.max_length_counts_prompt", "give max_tokens");
   // "full" is fullkv; no max_tokens: up to the context.
   ConvertOutcome f = ToEngineRequest(MustParse(m + R"(,"kv":{"policy":"full"}})"), lim);
   ASSERT_TRUE(f.ok()) << f.error.message;
