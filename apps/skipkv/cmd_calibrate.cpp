@@ -23,17 +23,19 @@ namespace {
 
 constexpr const char* kRules =
     "Rules (docs/calibration.md):\n"
-    "  tau: FullKV greedy traces of the validation problems are cut into sentences by the skipkv policy's own\n"
-    "    tracker; PSS(i, j) = cosine of the sentences' mean final hidden states (Eq. 1-2), over the pairs the\n"
-    "    policy compares (generated sentences of one trace, j - i <= K). tau = the --percentile-th percentile\n"
-    "    (default 5, linear interpolation) of the PSS of word-for-word duplicate pairs (identical token ids),\n"
-    "    rounded down to 0.001: about (100 - percentile) % of the duplicates are flagged (PSS > tau). Check: the\n"
-    "    share of same-kind pairs (same first token, different content) above tau, shown beside the paper's 0.95.\n"
-    "  alpha0: SEAL (FullKV, fixed strength alpha0) on the same problems over --alpha-grid; alpha0 = the largest\n"
-    "    value whose accuracy is >= FullKV's - --tolerance-points; gamma = alpha0 * 0.02 / 1 (the paper's\n"
-    "    gamma / alpha0).\n"
-    "Output: presets rkv+sentence-cal (tau), skipkv-cal and rkv+sentence+steering-cal (tau, alpha0, gamma),\n"
-    "seal-cal (alpha0), each with the provenance; use them with `skipkv eval --presets FILE --methods skipkv-cal`.";
+    "  tau: FullKV greedy traces of the validation problems are cut into sentences by the skipkv\n"
+    "    policy's own tracker; PSS(i, j) = cosine of the sentences' mean final hidden states (Eq. 1-2),\n"
+    "    over the pairs the policy compares (generated sentences of one trace, j - i <= K).\n"
+    "    tau = the --percentile-th percentile (default 5, linear interpolation) of the PSS of\n"
+    "    word-for-word duplicate pairs (identical token ids), rounded down to 0.001: about\n"
+    "    (100 - percentile) % of the duplicates are flagged (PSS > tau). Check: the share of same-kind\n"
+    "    pairs (same first token, different content) above tau, shown beside the paper's 0.95.\n"
+    "  alpha0: SEAL (FullKV, fixed strength alpha0) on the same problems over --alpha-grid;\n"
+    "    alpha0 = the largest value whose accuracy is >= FullKV's - --tolerance-points;\n"
+    "    gamma = alpha0 * 0.02 / 1 (the paper's gamma / alpha0).\n"
+    "Output: presets rkv+sentence-cal (tau), skipkv-cal and rkv+sentence+steering-cal (tau, alpha0,\n"
+    "gamma), seal-cal (alpha0), each with the provenance; use them with\n"
+    "`skipkv eval --presets FILE --methods skipkv-cal`.";
 
 struct CalibrateOptions {
   std::string model = ":testbed:";
@@ -90,8 +92,9 @@ std::string CommandLine() {
   std::string out = "skipkv";
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                          "0123456789-_=.,/:+@") == std::string::npos;
+    const bool plain = !a.empty() && a.find_first_not_of(
+                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                         "0123456789-_=.,/:+@") == std::string::npos;
     out += " " + (plain ? a : "'" + a + "'");
   }
   return out;
@@ -103,36 +106,40 @@ std::string Pct(double share) {
   return b;
 }
 
-void PrintSummary(const eval::CalibrationConfig& c, const eval::CalibrationResult& r, const std::string& model,
-                  const nlohmann::json& provenance, const std::vector<PresetFileEntry>& presets,
-                  const std::string& out) {
-  std::printf("skipkv calibrate: %s on %s, %zu validation problems\n", model.c_str(), c.sweep.dataset.name.c_str(),
-              c.sweep.problems.size());
-  std::printf("FullKV: %lld/%lld correct (%.1f%%), mean %.0f generated tokens; %lld traces, %lld sentences in the "
-              "PSS, %lld pairs compared\n\n",
-              static_cast<long long>(r.fullkv.correct), static_cast<long long>(r.fullkv.n), r.fullkv.accuracy(),
-              r.fullkv.mean_tokens, static_cast<long long>(r.traces), static_cast<long long>(r.sentences),
-              static_cast<long long>(r.pairs.compared));
+void PrintSummary(const eval::CalibrationConfig& c, const eval::CalibrationResult& r,
+                  const std::string& model, const nlohmann::json& provenance,
+                  const std::vector<PresetFileEntry>& presets, const std::string& out) {
+  std::printf("skipkv calibrate: %s on %s, %zu validation problems\n", model.c_str(),
+              c.sweep.dataset.name.c_str(), c.sweep.problems.size());
+  std::printf(
+      "FullKV: %lld/%lld correct (%.1f%%), mean %.0f generated tokens; %lld traces, %lld sentences in the "
+      "PSS, %lld pairs compared\n\n",
+      static_cast<long long>(r.fullkv.correct), static_cast<long long>(r.fullkv.n), r.fullkv.accuracy(),
+      r.fullkv.mean_tokens, static_cast<long long>(r.traces), static_cast<long long>(r.sentences),
+      static_cast<long long>(r.pairs.compared));
   if (r.policy_compared >= 0) {
     const bool same = r.policy_compared == r.pairs.compared && r.policy_similar == r.pairs.similar;
-    std::printf("check against the policy's own PSS: %lld pairs compared, %lld with PSS >= 0.95 (recorded: %lld, "
-                "%lld)%s\n\n",
-                static_cast<long long>(r.policy_compared), static_cast<long long>(r.policy_similar),
-                static_cast<long long>(r.pairs.compared), static_cast<long long>(r.pairs.similar),
-                same ? ": equal" : ": DIFFERENT (the recorded sentences are not what the policy sees)");
+    std::printf(
+        "check against the policy's own PSS: %lld pairs compared, %lld with PSS >= 0.95 (recorded: %lld, "
+        "%lld)%s\n\n",
+        static_cast<long long>(r.policy_compared), static_cast<long long>(r.policy_similar),
+        static_cast<long long>(r.pairs.compared), static_cast<long long>(r.pairs.similar),
+        same ? ": equal" : ": DIFFERENT (the recorded sentences are not what the policy sees)");
   }
   std::printf("PSS of sentence pairs              pairs      p5     p25     p50     p75     p95\n");
   for (const auto& [name, v] : {std::pair{"duplicates (same token ids)", &r.pairs.duplicate},
                                 std::pair{"same kind, other content", &r.pairs.same_kind}}) {
     std::printf("  %-29s %8zu", name, v->size());
     for (double p : {5.0, 25.0, 50.0, 75.0, 95.0}) {
-      if (v->empty()) std::printf("       -");
-      else std::printf("  %6.3f", eval::Percentile(*v, p));
+      if (v->empty())
+        std::printf("       -");
+      else
+        std::printf("  %6.3f", eval::Percentile(*v, p));
     }
     std::printf("\n");
   }
-  std::printf("\ntau = the %gth percentile of the duplicates' PSS (%.4f), rounded down: %.3f\n", r.tau.percentile,
-              r.tau.exact, r.tau.tau);
+  std::printf("\ntau = the %gth percentile of the duplicates' PSS (%.4f), rounded down: %.3f\n",
+              r.tau.percentile, r.tau.exact, r.tau.tau);
   std::printf("                 tau   duplicates flagged   same-kind pairs flagged\n");
   std::printf("  calibrated   %.3f   %18s   %23s\n", r.tau.tau, Pct(r.tau.recall).c_str(),
               Pct(r.tau.same_kind_above).c_str());
@@ -153,36 +160,41 @@ void PrintSummary(const eval::CalibrationConfig& c, const eval::CalibrationResul
   if (!c.vector.enabled) {
     std::printf("alpha0: not calibrated (no steering vector; --steer FILE)\n");
   } else {
-    std::printf("alpha0 = the largest grid value whose SEAL accuracy is >= FullKV's %.1f%% minus %g point%s\n",
-                r.fullkv.accuracy(), c.tolerance_points, c.tolerance_points == 1 ? "" : "s");
+    std::printf(
+        "alpha0 = the largest grid value whose SEAL accuracy is >= FullKV's %.1f%% minus %g point%s\n",
+        r.fullkv.accuracy(), c.tolerance_points, c.tolerance_points == 1 ? "" : "s");
     std::printf("  alpha0   SEAL accuracy   vs FullKV   mean tokens\n");
     for (const auto& g : r.grid) {
       const bool chosen = r.alpha.alpha0 && *r.alpha.alpha0 == g.alpha0;
-      std::printf("  %-6g   %12.1f%%   %+9.1f   %11.0f%s\n", g.alpha0, g.accuracy(), g.accuracy() - r.fullkv.accuracy(),
-                  g.mean_tokens, chosen ? "   <- chosen" : "");
+      std::printf("  %-6g   %12.1f%%   %+9.1f   %11.0f%s\n", g.alpha0, g.accuracy(),
+                  g.accuracy() - r.fullkv.accuracy(), g.mean_tokens, chosen ? "   <- chosen" : "");
     }
     if (r.alpha.alpha0)
-      std::printf("  calibrated: alpha0 %g, gamma %g (paper: alpha0 %g, gamma %g)\n", *r.alpha.alpha0, r.alpha.gamma,
-                  r.paper_alpha0, r.paper_gamma);
+      std::printf("  calibrated: alpha0 %g, gamma %g (paper: alpha0 %g, gamma %g)\n", *r.alpha.alpha0,
+                  r.alpha.gamma, r.paper_alpha0, r.paper_gamma);
     else
-      std::printf("  no grid value stays within %g points of FullKV: alpha0 not calibrated (add smaller values "
-                  "to --alpha-grid)\n", c.tolerance_points);
+      std::printf(
+          "  no grid value stays within %g points of FullKV: alpha0 not calibrated (add smaller values "
+          "to --alpha-grid)\n",
+          c.tolerance_points);
   }
   std::printf("\n%s:", out.c_str());
   for (const auto& p : presets) {
     std::printf("\n  %-26s base %-22s", p.name.c_str(), p.base.c_str());
     for (const auto& s : p.settings) std::printf(" %s", s.c_str());
   }
-  std::printf("\nuse: skipkv eval --presets %s --methods rkv+sentence-cal,... (rows of this run: %s)\n", out.c_str(),
-              c.sweep.output.c_str());
+  std::printf("\nuse: skipkv eval --presets %s --methods rkv+sentence-cal,... (rows of this run: %s)\n",
+              out.c_str(), c.sweep.output.c_str());
 }
 
 int RunCalibrate(const CalibrateOptions& o) {
   if (o.limit < 0) return Fail("--limit (" + std::to_string(o.limit) + ") must be >= 0");
   if (o.batch_size < 1) return Fail("--batch-size (" + std::to_string(o.batch_size) + ") must be >= 1");
   if (o.max_gen < 0) return Fail("--max-gen (" + std::to_string(o.max_gen) + ") must be >= 0");
-  if (!(o.percentile > 0 && o.percentile < 50)) return Fail("--percentile (" + std::to_string(o.percentile) + ") must be in (0, 50)");
-  if (!(o.tolerance >= 0)) return Fail("--tolerance-points (" + std::to_string(o.tolerance) + ") must be >= 0");
+  if (!(o.percentile > 0 && o.percentile < 50))
+    return Fail("--percentile (" + std::to_string(o.percentile) + ") must be in (0, 50)");
+  if (!(o.tolerance >= 0))
+    return Fail("--tolerance-points (" + std::to_string(o.tolerance) + ") must be >= 0");
   eval::CalibrationConfig c;
   c.percentile = o.percentile;
   c.traces_path = o.traces;
@@ -200,23 +212,25 @@ int RunCalibrate(const CalibrateOptions& o) {
   // The dataset: a validation split, never a test split.
   auto spec = eval::ResolveDataset(o.dataset, o.data_dir, o.question_field, o.answer_field, o.id_field);
   if (!spec.ok()) return Fail(spec.status().message());
-  const bool benchmark = spec->name == "gsm8k" || spec->name == "math500" || spec->name == "aime24" ||
-                         spec->name == "testbed";
+  const bool benchmark =
+      spec->name == "gsm8k" || spec->name == "math500" || spec->name == "aime24" || spec->name == "testbed";
   if (benchmark || NamedTest(spec->path)) {
     const std::string why = "--dataset " + o.dataset + " (" + spec->path + ") is " +
                             (benchmark ? "a benchmark the results are reported on" : "named as a test split");
     if (!o.allow_test)
       return Fail(why + ": calibrate on a validation split (e.g. testbed-val); --allow-test-split overrides");
-    std::fprintf(stderr,
-                 "skipkv calibrate: WARNING: %s; values calibrated on it must not be reported as results on it\n",
-                 why.c_str());
+    std::fprintf(
+        stderr,
+        "skipkv calibrate: WARNING: %s; values calibrated on it must not be reported as results on it\n",
+        why.c_str());
   }
   auto loaded = eval::LoadDataset(*spec, false);
   if (!loaded.ok()) return Fail(loaded.status().message());
   c.sweep.dataset = *spec;
   c.sweep.problems = std::move(loaded->problems);
   if (o.limit > 0 && static_cast<size_t>(o.limit) < c.sweep.problems.size()) c.sweep.problems.resize(o.limit);
-  auto style = eval::ParsePromptStyle(o.prompt == "auto" ? (spec->plain_prompt ? "plain" : "chat") : o.prompt);
+  auto style =
+      eval::ParsePromptStyle(o.prompt == "auto" ? (spec->plain_prompt ? "plain" : "chat") : o.prompt);
   if (!style.ok()) return Fail(style.status().message());
   c.sweep.prompt = *style;
   c.sweep.max_gen = o.max_gen > 0 ? o.max_gen : spec->max_gen;
@@ -229,7 +243,8 @@ int RunCalibrate(const CalibrateOptions& o) {
   }
   c.sweep.output = rows;
   if (std::filesystem::exists(rows))
-    return Fail("the rows file " + rows + " exists (calibration needs every FullKV trace generated afresh): "
+    return Fail("the rows file " + rows +
+                " exists (calibration needs every FullKV trace generated afresh): "
                 "remove it or give --rows");
 
   // The steering vector of the α0 grid.
@@ -240,7 +255,8 @@ int RunCalibrate(const CalibrateOptions& o) {
     if (!vfile.empty()) {
       int layer = o.steer_layer;
       if (layer < 0 && testbed) layer = 2;  // as skipkv demo: the output of layer 2 of the testbed's 4
-      if (layer < 0) return Fail("--steer " + vfile + ": give --steer-layer L (the direction the vector is used at)");
+      if (layer < 0)
+        return Fail("--steer " + vfile + ": give --steer-layer L (the direction the vector is used at)");
       c.vector.enabled = true;
       c.vector.file = vfile;
       c.vector.layer = layer;
@@ -265,14 +281,16 @@ int RunCalibrate(const CalibrateOptions& o) {
   auto stage = [&](const std::string& s) {
     if (o.quiet) return;
     if (s == "fullkv")
-      std::fprintf(stderr, "skipkv calibrate: 1/3 FullKV traces of %zu problems (%s), sentences recorded -> %s\n", n,
+      std::fprintf(stderr,
+                   "skipkv calibrate: 1/3 FullKV traces of %zu problems (%s), sentences recorded -> %s\n", n,
                    c.sweep.dataset.name.c_str(), rows.c_str());
     if (s == "pss") std::fprintf(stderr, "skipkv calibrate: 2/3 PSS of sentence pairs\n");
     if (s == "grid")
       std::fprintf(stderr, "skipkv calibrate: 3/3 SEAL on FullKV, alpha0 in {%s}, vector %s (layer %d)\n",
                    o.alpha_grid.c_str(), c.vector.file.c_str(), c.vector.layer);
   };
-  auto result = eval::RunCalibration(c, **engine, [&](const eval::SweepProgress& p) { bar.Update(p); }, stage);
+  auto result = eval::RunCalibration(
+      c, **engine, [&](const eval::SweepProgress& p) { bar.Update(p); }, stage);
   if (!result.ok()) return Fail(result.status().message());
   auto prov = eval::CalibrationProvenance(c, *result, **engine, CommandLine());
   if (!prov.ok()) return Fail(prov.status().message());
@@ -299,14 +317,17 @@ int RunCalibrate(const CalibrateOptions& o) {
 }
 
 CommandRegistrar reg(
-    "calibrate", "Choose SkipKV's tau and steering alpha0 for a model on a validation split; writes a preset file",
+    "calibrate",
+    "Choose SkipKV's tau and steering alpha0 for a model on a validation split; writes a preset file",
     [](CLI::App& sub) {
       auto o = std::make_shared<CalibrateOptions>();
       sub.footer(kRules);
-      sub.add_option("-m,--model", o->model, "Model (default: the embedded testbed, :testbed:)")->capture_default_str();
-      sub.add_option("--dataset", o->dataset,
-                     "Validation split: a bundled name (testbed-val) or a .jsonl file. Test splits (the bundled "
-                     "benchmarks, files with the word 'test' in their name) are refused")
+      sub.add_option("-m,--model", o->model, "Model (default: the embedded testbed, :testbed:)")
+          ->capture_default_str();
+      sub.add_option(
+             "--dataset", o->dataset,
+             "Validation split: a bundled name (testbed-val) or a .jsonl file. Test splits (the bundled "
+             "benchmarks, files with the word 'test' in their name) are refused")
           ->capture_default_str();
       sub.add_flag("--allow-test-split", o->allow_test, "Calibrate on a test split anyway (warns)");
       sub.add_option("--data-dir", o->data_dir, "Where the bundled datasets live")->capture_default_str();
@@ -314,30 +335,37 @@ CommandRegistrar reg(
       sub.add_option("--answer-field", o->answer_field, "JSONL field of the reference answer");
       sub.add_option("--id-field", o->id_field, "JSONL field of a unique id");
       sub.add_option("--limit", o->limit, "Only the first N problems (0 = all)")->capture_default_str();
-      sub.add_option("--steer", o->steer,
-                     "Steering vector of the alpha0 grid: auto (the testbed's own for :testbed:, else none), none "
-                     "(tau only), or a control-vector GGUF")
+      sub.add_option(
+             "--steer", o->steer,
+             "Steering vector of the alpha0 grid: auto (the testbed's own for :testbed:, else none), none "
+             "(tau only), or a control-vector GGUF")
           ->capture_default_str();
-      sub.add_option("--steer-layer", o->steer_layer,
-                     "Direction l of the vector (default: 2 for the testbed, as skipkv demo; required otherwise)");
+      sub.add_option(
+          "--steer-layer", o->steer_layer,
+          "Direction l of the vector (default: 2 for the testbed, as skipkv demo; required otherwise)");
       sub.add_option("-t,--threads", o->threads, "Worker threads (0 = all cores)")->capture_default_str();
       sub.add_option("--batch-size", o->batch_size, "Requests per batch")->capture_default_str();
       sub.add_option("--max-gen", o->max_gen, "Most generated tokens per sample (0 = the dataset's)")
           ->capture_default_str();
-      sub.add_option("--prompt", o->prompt, "auto (plain for the testbed, chat otherwise), chat, raw, seal-chat, plain")
+      sub.add_option("--prompt", o->prompt,
+                     "auto (plain for the testbed, chat otherwise), chat, raw, seal-chat, plain")
           ->capture_default_str();
       sub.add_option("-o,--output", o->output, "The preset file to write")->capture_default_str();
-      sub.add_option("--rows", o->rows,
-                     "Results JSONL of the FullKV and SEAL runs (eval's rows; must not exist; default: the output's "
-                     "name with .rows.jsonl)");
-      sub.add_option("--traces", o->traces,
-                     "Also write the recorded sentences (token ids, unit embeddings; JSONL, one line per problem; "
-                     "must not exist), from which the tau rule can be recomputed");
+      sub.add_option(
+          "--rows", o->rows,
+          "Results JSONL of the FullKV and SEAL runs (eval's rows; must not exist; default: the output's "
+          "name with .rows.jsonl)");
+      sub.add_option(
+          "--traces", o->traces,
+          "Also write the recorded sentences (token ids, unit embeddings; JSONL, one line per problem; "
+          "must not exist), from which the tau rule can be recomputed");
       sub.add_option("--percentile", o->percentile, "tau = this percentile of the duplicates' PSS")
           ->capture_default_str();
-      sub.add_option("--tolerance-points", o->tolerance, "alpha0: SEAL may lose at most this many accuracy points")
+      sub.add_option("--tolerance-points", o->tolerance,
+                     "alpha0: SEAL may lose at most this many accuracy points")
           ->capture_default_str();
-      sub.add_option("--alpha-grid", o->alpha_grid, "alpha0 values tried (comma-separated)")->capture_default_str();
+      sub.add_option("--alpha-grid", o->alpha_grid, "alpha0 values tried (comma-separated)")
+          ->capture_default_str();
       sub.add_flag("-q,--quiet", o->quiet, "No progress on stderr");
       return [o]() { return RunCalibrate(*o); };
     });

@@ -174,9 +174,9 @@ StatusOr<TauChoice> ChooseTau(const PssPairs& pairs, double percentile, double p
   // noise of the PSS) counts as on it.
   t.tau = std::floor(t.exact * 1000.0 + 1e-3) / 1000.0;
   if (!(t.tau > 0 && t.tau <= 1)) {
-    return InvalidArgument("the " + Num(percentile) + "th percentile of the duplicates' PSS is " + Num(t.exact) +
-                           " (τ " + Tau(t.tau) +
-                           "), outside (0, 1]: this model's sentence embeddings do not tell duplicates apart");
+    return InvalidArgument(
+        "the " + Num(percentile) + "th percentile of the duplicates' PSS is " + Num(t.exact) + " (τ " +
+        Tau(t.tau) + "), outside (0, 1]: this model's sentence embeddings do not tell duplicates apart");
   }
   t.recall = ShareAbove(pairs.duplicate, t.tau);
   t.same_kind_above = ShareAbove(pairs.same_kind, t.tau);
@@ -210,13 +210,15 @@ StatusOr<CalibrationResult> RunCalibration(const CalibrationConfig& config, Engi
   if (config.vector.enabled) {
     if (config.alpha_grid.empty()) return InvalidArgument("alpha grid: empty");
     for (double a : config.alpha_grid)
-      if (!(a > 0 && std::isfinite(a))) return InvalidArgument("alpha grid: " + Num(a) + " is not a positive number");
+      if (!(a > 0 && std::isfinite(a)))
+        return InvalidArgument("alpha grid: " + Num(a) + " is not a positive number");
   }
   std::error_code ec;
   if (std::filesystem::exists(config.sweep.output, ec)) {
-    return InvalidArgument(config.sweep.output +
-                           " exists: calibration records the hidden states of each FullKV trace as it is "
-                           "generated, which a resumed row does not have; remove it or name another rows file");
+    return InvalidArgument(
+        config.sweep.output +
+        " exists: calibration records the hidden states of each FullKV trace as it is "
+        "generated, which a resumed row does not have; remove it or name another rows file");
   }
 
   if (!config.traces_path.empty() && std::filesystem::exists(config.traces_path, ec))
@@ -231,7 +233,7 @@ StatusOr<CalibrationResult> RunCalibration(const CalibrationConfig& config, Engi
   result.policy = sentence_preset.method.kv.skipkv;
   const SkipkvConfig& pc = result.policy;
   SKIPKV_ASSIGN_OR_RETURN(SkipkvTokenSets sets, BuildSkipkvTokenSets(EngineInternals::GetTokenizer(engine),
-                                                                      pc.delimiters, pc.nonexec_keywords));
+                                                                     pc.delimiters, pc.nonexec_keywords));
   auto shared_sets = std::make_shared<const SkipkvTokenSets>(std::move(sets));
 
   SweepConfig c = config.sweep;
@@ -286,8 +288,11 @@ StatusOr<CalibrationResult> RunCalibration(const CalibrationConfig& config, Engi
     for (RecordedSentence& s : recorded[i]) {
       if (s.prompt && !pc.pss_include_prompt) continue;  // A3, as SkipkvSentenceHooks
       if (traces_out.is_open()) {
-        line["sentences"].push_back(
-            {{"b", s.b}, {"e", s.e}, {"nonexec", s.nonexec}, {"tokens", s.tokens}, {"embedding", s.embedding}});
+        line["sentences"].push_back({{"b", s.b},
+                                     {"e", s.e},
+                                     {"nonexec", s.nonexec},
+                                     {"tokens", s.tokens},
+                                     {"embedding", s.embedding}});
       }
       t.sentences.push_back({std::move(s.tokens), std::move(s.embedding), s.nonexec});
     }
@@ -341,14 +346,18 @@ StatusOr<nlohmann::json> CalibrationProvenance(const CalibrationConfig& config, 
       {"prompt", PromptStyleName(s.prompt)},
       {"max_gen", s.max_gen},
       {"rows", s.output},
-      {"paper", {{"sim_threshold", r.tau.paper_tau}, {"steer_alpha0", r.paper_alpha0}, {"steer_gamma", r.paper_gamma}}},
+      {"paper",
+       {{"sim_threshold", r.tau.paper_tau},
+        {"steer_alpha0", r.paper_alpha0},
+        {"steer_gamma", r.paper_gamma}}},
   };
   j["tau"] = {
-      {"rule", "tau = the " + Num(r.tau.percentile) +
-                   "th percentile (linear interpolation) of the PSS of word-for-word duplicate sentence pairs "
-                   "(identical token ids; pairs the policy compares, generated sentences, j - i <= K), rounded "
-                   "down to 0.001; same-kind pairs (same first token, different ids) above tau are the "
-                   "false-positive check"},
+      {"rule",
+       "tau = the " + Num(r.tau.percentile) +
+           "th percentile (linear interpolation) of the PSS of word-for-word duplicate sentence pairs "
+           "(identical token ids; pairs the policy compares, generated sentences, j - i <= K), rounded "
+           "down to 0.001; same-kind pairs (same first token, different ids) above tau are the "
+           "false-positive check"},
       {"value", r.tau.tau},
       {"percentile", r.tau.percentile},
       {"exact_percentile", Round4(r.tau.exact)},
@@ -359,8 +368,9 @@ StatusOr<nlohmann::json> CalibrationProvenance(const CalibrationConfig& config, 
       {"policy_check",
        {{"compared_pairs", r.policy_compared},
         {"pairs_pss_ge_0.95", r.policy_similar},
-        {"note", "the FullKV rows' skipkv.compared_pairs / skipkv.similar_pairs (the policy's own PSS in "
-                 "observation mode), summed; -1 = not observed"}}},
+        {"note",
+         "the FullKV rows' skipkv.compared_pairs / skipkv.similar_pairs (the policy's own PSS in "
+         "observation mode), summed; -1 = not observed"}}},
       {"duplicate", Spread(r.pairs.duplicate)},
       {"same_kind", Spread(r.pairs.same_kind)},
       {"duplicate_recall", Round4(r.tau.recall)},
@@ -409,9 +419,10 @@ StatusOr<nlohmann::json> CalibrationProvenance(const CalibrationConfig& config, 
                       {"mean_tokens", Round4(g.mean_tokens)}});
     }
     j["alpha0"] = {
-        {"rule", "alpha0 = the largest grid value whose SEAL-on-FullKV accuracy (fixed strength alpha0) is >= "
-                 "FullKV's - " + Num(config.tolerance_points) +
-                     " points; gamma = alpha0 * paper gamma / paper alpha0"},
+        {"rule",
+         "alpha0 = the largest grid value whose SEAL-on-FullKV accuracy (fixed strength alpha0) is >= "
+         "FullKV's - " +
+             Num(config.tolerance_points) + " points; gamma = alpha0 * paper gamma / paper alpha0"},
         {"tolerance_points", config.tolerance_points},
         {"grid", grid},
         {"value", r.alpha.alpha0 ? nlohmann::json(*r.alpha.alpha0) : nlohmann::json(nullptr)},
@@ -433,22 +444,35 @@ std::vector<PresetFileEntry> CalibratedPresets(const CalibrationResult& r, const
   const std::string paper = "; paper: tau " + Num(r.tau.paper_tau) + ", alpha0 " + Num(r.paper_alpha0) +
                             ", gamma " + Num(r.paper_gamma);
   std::vector<PresetFileEntry> out;
-  out.push_back({"rkv+sentence-cal", "rkv+sentence", {tau},
-                 "rkv+sentence with tau " + Tau(r.tau.tau) + " calibrated on " + on + paper, prov, ""});
+  out.push_back({"rkv+sentence-cal",
+                 "rkv+sentence",
+                 {tau},
+                 "rkv+sentence with tau " + Tau(r.tau.tau) + " calibrated on " + on + paper,
+                 prov,
+                 ""});
   if (r.alpha.alpha0) {
     const double a = *r.alpha.alpha0;
-    const std::vector<std::string> steer = {tau, "steer_alpha0=" + Num(a), "steer_gamma=" + Num(r.alpha.gamma)};
+    const std::vector<std::string> steer = {tau, "steer_alpha0=" + Num(a),
+                                            "steer_gamma=" + Num(r.alpha.gamma)};
     const std::string vals = "tau " + Tau(r.tau.tau) + ", alpha0 " + Num(a) + ", gamma " + Num(r.alpha.gamma);
     out.push_back({"rkv+sentence+steering-cal", "rkv+sentence+steering", steer,
                    "rkv+sentence+steering with " + vals + " calibrated on " + on + paper, prov, ""});
-    out.push_back({"skipkv-cal", "skipkv", steer, "skipkv with " + vals + " calibrated on " + on + paper, prov, ""});
-    out.push_back({"seal-cal", "seal", {"steer_coef=" + Num(a)},
-                   "seal with strength " + Num(a) + " (the calibrated alpha0) on " + on + paper, prov, ""});
+    out.push_back(
+        {"skipkv-cal", "skipkv", steer, "skipkv with " + vals + " calibrated on " + on + paper, prov, ""});
+    out.push_back({"seal-cal",
+                   "seal",
+                   {"steer_coef=" + Num(a)},
+                   "seal with strength " + Num(a) + " (the calibrated alpha0) on " + on + paper,
+                   prov,
+                   ""});
   } else {
-    out.push_back({"skipkv-cal", "skipkv", {tau},
+    out.push_back({"skipkv-cal",
+                   "skipkv",
+                   {tau},
                    "skipkv with tau " + Tau(r.tau.tau) + " calibrated on " + on +
                        " (alpha0 not calibrated: the paper's steering strength)" + paper,
-                   prov, ""});
+                   prov,
+                   ""});
   }
   return out;
 }

@@ -55,7 +55,8 @@ struct PssPairs {
   std::vector<int32_t> duplicate_first, same_kind_first;
   std::vector<uint8_t> duplicate_nonexec, same_kind_nonexec;
   int64_t compared = 0;  // every pair in the window
-  int64_t similar = 0;   // of those, pairs with PSS >= 0.95 (paper Fig. 14's count, as the policy's diagnostics)
+  int64_t similar =
+      0;  // of those, pairs with PSS >= 0.95 (paper Fig. 14's count, as the policy's diagnostics)
 };
 // PSS(i, j) = e_i · e_j (Eq. 1). window >= 1; embeddings of equal width.
 PssPairs CollectPssPairs(std::span<const CalTrace> traces, int64_t window);
@@ -82,7 +83,8 @@ double ShareAbove(std::span<const float> values, double threshold);
 struct TauChoice {
   double percentile = 5;
   double exact = 0;  // the percentile of the duplicates' PSS
-  double tau = 0;    // exact rounded down to a multiple of 0.001 (a value within 1e-6 below one counts as on it)
+  double tau =
+      0;  // exact rounded down to a multiple of 0.001 (a value within 1e-6 below one counts as on it)
   double recall = 0;           // share of duplicate pairs with PSS > tau
   double same_kind_above = 0;  // share of same-kind pairs with PSS > tau (false positives)
   double paper_tau = 0.95;
@@ -98,7 +100,9 @@ struct GridPoint {
   double alpha0 = 0;
   int64_t correct = 0, n = 0;
   double mean_tokens = 0;
-  double accuracy() const { return n > 0 ? 100.0 * static_cast<double>(correct) / static_cast<double>(n) : 0; }
+  double accuracy() const {
+    return n > 0 ? 100.0 * static_cast<double>(correct) / static_cast<double>(n) : 0;
+  }
 };
 struct AlphaChoice {
   std::optional<double> alpha0;  // none: no grid value stays within the tolerance
@@ -159,12 +163,14 @@ StatusOr<CalibrationResult> RunCalibration(const CalibrationConfig& config, Engi
 // The provenance object of the preset file: model, split, problems, the
 // rules, pair counts and percentiles, the α0 grid, the paper's values,
 // digests, commit, and `command` (the command line that made it).
-StatusOr<nlohmann::json> CalibrationProvenance(const CalibrationConfig& config, const CalibrationResult& result,
-                                               const Engine& engine, const std::string& command);
+StatusOr<nlohmann::json> CalibrationProvenance(const CalibrationConfig& config,
+                                               const CalibrationResult& result, const Engine& engine,
+                                               const std::string& command);
 
 // The presets: rkv+sentence-cal (τ), and when α0 was found skipkv-cal and
 // rkv+sentence+steering-cal (τ, α0, γ) and seal-cal (steer_coef = α0);
 // without α0, skipkv-cal carries τ only. Each carries `provenance`.
-std::vector<PresetFileEntry> CalibratedPresets(const CalibrationResult& result, const nlohmann::json& provenance);
+std::vector<PresetFileEntry> CalibratedPresets(const CalibrationResult& result,
+                                               const nlohmann::json& provenance);
 
 }  // namespace skipkv::eval

@@ -70,9 +70,7 @@ void SkipkvSentenceHooks::OnFinalHidden(std::span<const BatchToken> rows, const 
   }
 }
 
-void SkipkvSentenceHooks::OnToken(int32_t token, std::string_view text) {
-  pending_.Set(token, text);
-}
+void SkipkvSentenceHooks::OnToken(int32_t token, std::string_view text) { pending_.Set(token, text); }
 
 std::vector<std::pair<std::string, double>> SkipkvSentenceHooks::Diagnostics() const {
   if (!tracker_) return {};

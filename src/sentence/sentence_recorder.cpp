@@ -44,8 +44,6 @@ void SentenceRecorder::OnFinalHidden(std::span<const BatchToken> rows, const flo
   }
 }
 
-void SentenceRecorder::OnToken(int32_t token, std::string_view text) {
-  pending_.Set(token, text);
-}
+void SentenceRecorder::OnToken(int32_t token, std::string_view text) { pending_.Set(token, text); }
 
 }  // namespace skipkv

@@ -14,17 +14,17 @@
 #include <vector>
 
 #include "kv/sequence_hooks.h"
-#include "skipkv/kv_config.h"
 #include "sentence/sentence_tracker.h"
 #include "sentence/token_sets.h"
+#include "skipkv/kv_config.h"
 
 namespace skipkv {
 
 struct RecordedSentence {
-  int32_t b = 0, e = 0;  // inclusive gen_pos span
-  bool prompt = false;   // a prompt sentence (A3)
-  bool nonexec = false;  // holds a non-execution keyword (§6.2)
-  std::vector<int32_t> tokens;  // the span's token ids
+  int32_t b = 0, e = 0;          // inclusive gen_pos span
+  bool prompt = false;           // a prompt sentence (A3)
+  bool nonexec = false;          // holds a non-execution keyword (§6.2)
+  std::vector<int32_t> tokens;   // the span's token ids
   std::vector<float> embedding;  // unit embedding [d] (Eq. 2), as the PSS reads it
 };
 

@@ -4,7 +4,8 @@
 // 5th percentile of the duplicates' PSS rounded down; α0 = the largest grid value within 1 point of
 // FullKV, γ = α0 · 0.02), the τ rule recomputed here from the recorded traces (--traces) must give
 // the same τ, and the recorded pairs must be the policy's own (its compared / ≥ 0.95 counts, from the
-// FullKV rows' diagnostics). eval runs the file's presets with the calibrated values. Test splits and an existing rows file are refused.
+// FullKV rows' diagnostics). eval runs the file's presets with the calibrated values. Test splits and an
+// existing rows file are refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,11 +32,13 @@ TEST(CalibrateE2e, TestbedValidationSplitWritesThePresets) {
   const std::string dir = e2e::TestDir("calibrate");
   const std::string out = dir + "/cal.json";
   const std::string traces = dir + "/traces.jsonl";
-  const auto r = e2e::RunSkipkv(dir, {"calibrate", "--limit", "16", "-t", "1", "--traces", traces, "-o", out});
+  const auto r =
+      e2e::RunSkipkv(dir, {"calibrate", "--limit", "16", "-t", "1", "--traces", traces, "-o", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::printf("%s", r.out.c_str());
   EXPECT_NE(r.out.find("tau = the 5th percentile"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(": equal"), std::string::npos) << "recorded PSS pairs differ from the policy's\n" << r.out;
+  EXPECT_NE(r.out.find(": equal"), std::string::npos) << "recorded PSS pairs differ from the policy's\n"
+                                                      << r.out;
 
   const auto file = nlohmann::json::parse(e2e::ReadAll(out));
   EXPECT_EQ(file.at("format"), "skipkv-presets/1");
@@ -78,7 +81,8 @@ TEST(CalibrateE2e, TestbedValidationSplitWritesThePresets) {
     const auto sent = nlohmann::json::parse(line).at("sentences");
     for (size_t j = 0; j < sent.size(); ++j) {
       for (size_t i = 0; i < j; ++i) {
-        const auto ti = sent[i].at("tokens").get<std::vector<int>>(), tj = sent[j].at("tokens").get<std::vector<int>>();
+        const auto ti = sent[i].at("tokens").get<std::vector<int>>(),
+                   tj = sent[j].at("tokens").get<std::vector<int>>();
         if (ti != tj) {
           same_kind += ti.front() == tj.front();
           continue;
@@ -137,11 +141,28 @@ TEST(CalibrateE2e, TestbedValidationSplitWritesThePresets) {
 
   // eval reads the file: the rows run with the calibrated values.
   const std::string eval_rows = dir + "/eval.jsonl";
-  const auto ev = e2e::RunSkipkv(
-      dir, {"eval", "-m", ":testbed:", "--presets", out, "--methods", "rkv+sentence-cal,skipkv-cal", "--budgets",
-            "300", "--dataset", "testbed-val", "--limit", "2", "--steer",
-            std::string(SKIPKV_DATA_DIR) + "/models/testbed/steer_vector.gguf", "--steer-layer", "2", "-t", "1",
-            "-q", "-o", eval_rows});
+  const auto ev = e2e::RunSkipkv(dir, {"eval",
+                                       "-m",
+                                       ":testbed:",
+                                       "--presets",
+                                       out,
+                                       "--methods",
+                                       "rkv+sentence-cal,skipkv-cal",
+                                       "--budgets",
+                                       "300",
+                                       "--dataset",
+                                       "testbed-val",
+                                       "--limit",
+                                       "2",
+                                       "--steer",
+                                       std::string(SKIPKV_DATA_DIR) + "/models/testbed/steer_vector.gguf",
+                                       "--steer-layer",
+                                       "2",
+                                       "-t",
+                                       "1",
+                                       "-q",
+                                       "-o",
+                                       eval_rows});
   ASSERT_EQ(ev.exit_code, 0) << ev.err;
   std::istringstream erows(e2e::ReadAll(eval_rows));
   int n_eval = 0;
@@ -176,9 +197,27 @@ TEST(CalibrateE2e, RefusesTestSplits) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("named as a test split"), std::string::npos) << r.err;
   // --allow-test-split runs it, with a warning (τ only: --steer none).
-  r = e2e::RunSkipkv(dir, {"calibrate", "--dataset", copy, "--question-field", "prompt", "--id-field", "id",
-                           "--prompt", "plain", "--max-gen", "1536", "--limit", "4", "-t", "1", "--steer", "none",
-                           "--allow-test-split", "-q", "-o", dir + "/c.json"});
+  r = e2e::RunSkipkv(dir, {"calibrate",
+                           "--dataset",
+                           copy,
+                           "--question-field",
+                           "prompt",
+                           "--id-field",
+                           "id",
+                           "--prompt",
+                           "plain",
+                           "--max-gen",
+                           "1536",
+                           "--limit",
+                           "4",
+                           "-t",
+                           "1",
+                           "--steer",
+                           "none",
+                           "--allow-test-split",
+                           "-q",
+                           "-o",
+                           dir + "/c.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("WARNING"), std::string::npos) << r.err;
   const auto file = nlohmann::json::parse(e2e::ReadAll(dir + "/c.json"));

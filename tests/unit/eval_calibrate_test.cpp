@@ -45,7 +45,8 @@ TEST(CalibrateTest, PairsByKindWithinThePolicysWindow) {
   ASSERT_EQ(all.same_kind.size(), 2u);
   EXPECT_NEAR(Sorted(all.same_kind)[0], 0.0f, 1e-6);  // (s0, s3)
   EXPECT_NEAR(Sorted(all.same_kind)[1], 0.6f, 1e-6);  // (s2, s3)
-  // PSS >= 0.95 over every pair, any kind: (s1, s2) = 0.6·0.8 + 0.8·0.6 = 0.96, (s1, s4) = 1, (s2, s4) = 0.96.
+  // PSS >= 0.95 over every pair, any kind: (s1, s2) = 0.6·0.8 + 0.8·0.6 = 0.96, (s1, s4) = 1, (s2, s4) =
+  // 0.96.
   EXPECT_EQ(all.similar, 3);
   // K = 2: each sentence is compared with the 2 before it, so (s0, s3) and
   // (s1, s4) are out of reach.
@@ -85,7 +86,7 @@ TEST(CalibrateTest, KindAndClassBreakdowns) {
 TEST(CalibrateTest, PercentileInterpolatesBetweenRanks) {
   const std::vector<float> v = {0.9f, 0.5f, 0.7f, 0.8f, 0.6f};  // sorted: 0.5 0.6 0.7 0.8 0.9
   EXPECT_NEAR(Percentile(v, 0), 0.5, 1e-6);
-  EXPECT_NEAR(Percentile(v, 5), 0.52, 1e-6);   // h = 4 * 0.05 = 0.2: 0.5 + 0.2 * 0.1
+  EXPECT_NEAR(Percentile(v, 5), 0.52, 1e-6);  // h = 4 * 0.05 = 0.2: 0.5 + 0.2 * 0.1
   EXPECT_NEAR(Percentile(v, 50), 0.7, 1e-6);
   EXPECT_NEAR(Percentile(v, 90), 0.86, 1e-6);  // h = 3.6
   EXPECT_NEAR(Percentile(v, 100), 0.9, 1e-6);
@@ -105,10 +106,10 @@ TEST(CalibrateTest, TauIsTheFifthPercentileOfDuplicates) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_NEAR(t->exact, 0.619, 1e-6);
   EXPECT_DOUBLE_EQ(t->tau, 0.619);
-  EXPECT_DOUBLE_EQ(t->recall, 19.0 / 20);        // all but 0.60 exceed 0.619
+  EXPECT_DOUBLE_EQ(t->recall, 19.0 / 20);         // all but 0.60 exceed 0.619
   EXPECT_DOUBLE_EQ(t->same_kind_above, 3.0 / 5);  // 0.62, 0.7, 0.96
   EXPECT_DOUBLE_EQ(t->paper_tau, 0.95);
-  EXPECT_DOUBLE_EQ(t->paper_recall, 2.0 / 20);    // 0.96, 0.98
+  EXPECT_DOUBLE_EQ(t->paper_recall, 2.0 / 20);  // 0.96, 0.98
   EXPECT_DOUBLE_EQ(t->paper_same_kind_above, 1.0 / 5);
   // The 25th percentile: h = 4.75 -> 0.68 + 0.75 * 0.02 = 0.695.
   auto q = ChooseTau(p, 25, 0.95);
@@ -125,7 +126,8 @@ TEST(CalibrateTest, TauErrors) {
   none.compared = 12;
   auto t = ChooseTau(none, 5, 0.95);
   ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.status().message().find("no word-for-word duplicate"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("no word-for-word duplicate"), std::string::npos)
+      << t.status().message();
   PssPairs negative;
   negative.duplicate = {-0.2f, -0.1f};
   t = ChooseTau(negative, 5, 0.95);
@@ -139,11 +141,12 @@ TEST(CalibrateTest, TauErrors) {
 
 TEST(CalibrateTest, AlphaIsTheLargestGridValueWithinTolerance) {
   // FullKV 99.5 %: 1 point of tolerance admits 98.5 % and up.
-  std::vector<GridPoint> grid = {{1.0, 85, 100, 0}, {0.5, 98, 100, 0}, {0.25, 99, 100, 0}, {0.125, 100, 100, 0}};
+  std::vector<GridPoint> grid = {
+      {1.0, 85, 100, 0}, {0.5, 98, 100, 0}, {0.25, 99, 100, 0}, {0.125, 100, 100, 0}};
   AlphaChoice a = ChooseAlpha0(grid, 99.5, 1.0, 1.0, 0.02);
   ASSERT_TRUE(a.alpha0.has_value());
   EXPECT_DOUBLE_EQ(*a.alpha0, 0.25);
-  EXPECT_DOUBLE_EQ(a.gamma, 0.005);  // γ / α0 kept at the paper's 0.02 / 1
+  EXPECT_DOUBLE_EQ(a.gamma, 0.005);        // γ / α0 kept at the paper's 0.02 / 1
   std::reverse(grid.begin(), grid.end());  // order does not matter
   EXPECT_DOUBLE_EQ(*ChooseAlpha0(grid, 99.5, 1.0, 1.0, 0.02).alpha0, 0.25);
   // The boundary is included: 98 >= 100 - 2.
