@@ -233,7 +233,9 @@ int RunCalibrate(const CalibrateOptions& o) {
       eval::ParsePromptStyle(o.prompt == "auto" ? (spec->plain_prompt ? "plain" : "chat") : o.prompt);
   if (!style.ok()) return Fail(style.status().message());
   c.sweep.prompt = *style;
+  c.sweep.prompt_given = o.prompt != "auto";
   c.sweep.max_gen = o.max_gen > 0 ? o.max_gen : spec->max_gen;
+  c.sweep.max_gen_given = o.max_gen > 0;
   c.sweep.batch_size = o.batch_size;
   c.sweep.model_path = o.model;
   std::string rows = o.rows;

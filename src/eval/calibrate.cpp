@@ -243,14 +243,24 @@ StatusOr<CalibrationResult> RunCalibration(const CalibrationConfig& config, Engi
   c.pairs = {full};
 
   // 1. FullKV traces, each request's sentences recorded by its problem.
-  std::map<std::string, std::deque<size_t>> by_prompt;
-  for (size_t i = 0; i < c.problems.size(); ++i)
-    by_prompt[PromptText(c.prompt, c.problems[i].question)].push_back(i);
+  // Problems by their prompt ids, as the sweep tokenizes them (a request
+  // carries its ids; one with text only is tokenized the way Generate does).
+  std::map<std::vector<int32_t>, std::deque<size_t>> by_prompt;
+  for (size_t i = 0; i < c.problems.size(); ++i) {
+    SKIPKV_ASSIGN_OR_RETURN(std::vector<int32_t> ids, SweepPromptTokens(c, engine, full, c.problems[i]));
+    by_prompt[std::move(ids)].push_back(i);
+  }
   std::vector<std::vector<RecordedSentence>> recorded(c.problems.size());
   std::vector<bool> started(c.problems.size(), false);
   EngineInternals::SetSequenceHooks(engine, [&](size_t, const Request& r) -> std::unique_ptr<SequenceHooks> {
     if (!r.method || r.method->name != full.method.name) return nullptr;
-    auto it = by_prompt.find(r.prompt);
+    std::vector<int32_t> ids = r.prompt_tokens;
+    if (ids.empty()) {
+      auto t = engine.Tokenize(r.prompt, true, r.chat);
+      if (!t.ok()) return nullptr;  // reported below as a trace not recorded
+      ids = std::move(t).value();
+    }
+    auto it = by_prompt.find(ids);
     if (it == by_prompt.end() || it->second.empty()) return nullptr;
     const size_t p = it->second.front();
     it->second.pop_front();
