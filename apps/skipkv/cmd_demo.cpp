@@ -11,9 +11,15 @@
 // The steering vector is the testbed's own (data/models/testbed/
 // steer_vector.gguf, from `skipkv steer-extract`) unless --steer names
 // another file or `none`.
+// With a preset file (by default, for the embedded testbed, the calibrated
+// one in --data-dir: data/presets/testbed-calibrated.json, from `skipkv
+// calibrate` on the testbed's validation split; issue 39), each method runs
+// beside the file's presets built on it (skipkv beside skipkv-cal, SEAL beside
+// seal-cal): the paper's literal values next to the calibrated ones.
 // Then a table per (method, budget): accuracy, mean generated tokens, peak KV
 // memory and compressions. The results file is appended per finished batch and
 // a rerun resumes from it, as `skipkv eval` does.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <cstdio>
@@ -42,7 +48,8 @@ struct DemoOptions {
   std::string data_dir = eval::DefaultDataDir();
   int64_t limit = 40;
   int batch_size = 8;
-  std::string methods = "streaming,h2o,snapkv,rkv,skipkv";
+  // rkv+pinned: R-KV with the prompt never evicted, the control for claim 1.
+  std::string methods = "streaming,h2o,snapkv,rkv,rkv+pinned,skipkv";
   std::string fractions = "0.2,0.35,0.5";
   int64_t interval = 32;
   std::string pad_policy = "ragged";
@@ -69,6 +76,38 @@ StatusOr<SteeringConfig> DemoSteering(const DemoOptions& o) {
   v.layer = o.steer_layer;
   v.coef = o.steer_coef;
   return v;
+}
+
+// The testbed's calibrated presets when --presets was not given and the
+// model is the embedded testbed.
+std::string DefaultPresetFile(const DemoOptions& o) {
+  const std::string file = o.data_dir + "/presets/testbed-calibrated.json";
+  return o.model == ":testbed:" && std::filesystem::exists(file) ? file : "none";
+}
+
+// `names` with each name followed by the file presets built on it (the
+// calibrated variants run beside the paper's values).
+std::vector<std::string> WithFilePresets(const std::vector<std::string>& names,
+                                         const std::vector<PresetFileEntry>& entries) {
+  std::vector<std::string> out;
+  for (const auto& n : names) {
+    out.push_back(n);
+    for (const auto& e : entries)
+      if (e.base == n && std::find(names.begin(), names.end(), e.name) == names.end()) out.push_back(e.name);
+  }
+  return out;
+}
+
+// One line per file preset the demo runs: its settings and description.
+std::string FilePresetNote(const std::vector<std::string>& ran, const std::vector<PresetFileEntry>& entries) {
+  std::string note;
+  for (const auto& e : entries) {
+    if (std::find(ran.begin(), ran.end(), e.name) == ran.end()) continue;
+    std::string settings;
+    for (const auto& s : e.settings) settings += (settings.empty() ? "" : " ") + s;
+    note += "  " + e.name + " = " + e.base + " with " + settings + "  (" + e.description + ")\n";
+  }
+  return note;
 }
 
 int Fail(const std::string& msg) {
@@ -115,12 +154,22 @@ int RunDemo(DemoOptions& o) {
     fractions.push_back(v);
   }
   if (fractions.empty()) return Fail("--fractions is empty");
-  const std::vector<std::string> methods = SplitComma(o.methods);
   const std::vector<std::string> overrides = {"interval=" + std::to_string(o.interval)};
   auto steering = DemoSteering(o);
   if (!steering.ok()) return Fail(steering.status().message());
+  o.presets.SetDefault(DefaultPresetFile(o));
   if (Status st = o.presets.Load(); !st.ok()) return Fail(st.message());
   const PresetContext context = o.presets.context();
+  const std::vector<std::string> methods = WithFilePresets(SplitComma(o.methods), o.presets.entries());
+  // SEAL (with a vector) and the file's presets built on it run beside FullKV.
+  std::vector<std::string> full_methods = {"fullkv"};
+  if (steering->enabled) full_methods = WithFilePresets({"fullkv", "seal"}, o.presets.entries());
+  std::vector<MethodPreset> full_pairs;
+  for (const auto& m : full_methods) {
+    auto p = MakePreset(m, 0, {}, *steering, context);
+    if (!p.ok()) return Fail(p.status().message());
+    full_pairs.push_back(*p);
+  }
   for (const auto& m : methods) {  // check names and overrides before loading anything
     auto p = MakePreset(m, 1024, overrides, *steering, context);  // interval: skipped by methods that do not evict
     if (!p.ok()) return Fail(p.status().message());
@@ -164,17 +213,17 @@ int RunDemo(DemoOptions& o) {
     std::fprintf(stderr, "skipkv demo: %s, %zu testbed problems, batch %d, %s batches, steering %s -> %s\n",
                  (*engine)->info().name.c_str(), c.problems.size(), o.batch_size, o.pad_policy.c_str(),
                  steering->enabled ? steering->file.c_str() : "none", o.output.c_str());
+  if (!o.presets.entries().empty()) {
+    std::vector<std::string> ran = methods;
+    ran.insert(ran.end(), full_methods.begin(), full_methods.end());
+    std::printf("Calibrated presets from %s, each beside the method with the paper's values:\n%s",
+                o.presets.path().c_str(), FilePresetNote(ran, o.presets.entries()).c_str());
+    std::fflush(stdout);
+  }
   // 1. FullKV: its mean trace length sets the budgets. SEAL (FullKV with
   // steering) runs in the same sweep: it has no budget, and one sweep keeps
   // the results file's provenance (the vector's digest) the same throughout.
-  auto full = MakePreset("fullkv", 0, {});
-  if (!full.ok()) return Fail(full.status().message());
-  c.pairs = {*full};
-  if (steering->enabled) {
-    auto seal = MakePreset("seal", 0, {}, *steering);
-    if (!seal.ok()) return Fail(seal.status().message());
-    c.pairs.push_back(*seal);
-  }
+  c.pairs = full_pairs;
   auto full_res = eval::RunSweep(c, **engine, progress);
   if (!full_res.ok()) return Fail(full_res.status().message());
   const double full_len = MeanFullLength(full_res->rows);
@@ -215,7 +264,8 @@ CommandRegistrar reg(
       sub.add_option("--data-dir", o->data_dir, "Where datasets/testbed_test.jsonl lives")->capture_default_str();
       sub.add_option("--limit", o->limit, "Test problems to run (the split has 500)")->capture_default_str();
       sub.add_option("--batch-size", o->batch_size, "Requests per batch")->capture_default_str();
-      sub.add_option("--methods", o->methods, "Methods besides FullKV (eval presets)")->capture_default_str();
+      sub.add_option("--methods", o->methods,
+                     "Methods besides FullKV (eval presets; rkv+pinned is R-KV with the prompt never evicted)")->capture_default_str();
       sub.add_option("--fractions", o->fractions, "Budgets as fractions of FullKV's mean generated length")
           ->capture_default_str();
       sub.add_option("--interval", o->interval,
@@ -234,7 +284,10 @@ CommandRegistrar reg(
       sub.add_option("--steer-layer", o->steer_layer, "Direction l of the vector, added at the output of layer l (docs/steering.md)")
           ->capture_default_str();
       sub.add_option("--steer-coef", o->steer_coef, "SEAL's fixed strength")->capture_default_str();
-      o->presets.Add(sub);
+      o->presets.Add(sub,
+                     ". Default: DATA_DIR/presets/testbed-calibrated.json (τ and α0 calibrated on the testbed's "
+                     "validation split) for the embedded testbed; each method then runs beside the file's "
+                     "presets built on it (skipkv beside skipkv-cal, seal beside seal-cal)");
       sub.add_flag("-q,--quiet", o->quiet, "No progress on stderr");
       return [o]() { return RunDemo(*o); };
     });

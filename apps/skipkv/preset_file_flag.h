@@ -15,14 +15,20 @@ namespace skipkv::cli {
 
 class PresetFileFlag {
  public:
-  void Add(CLI::App& app) {
+  // `extra` ends the help text (a command's default, e.g. demo's).
+  void Add(CLI::App& app, const std::string& extra = "") {
     app.add_option("--presets", path_,
                    "Preset file (JSON, e.g. from `skipkv calibrate`): its presets become method names, each a "
-                   "built-in preset plus its settings (docs/calibration.md)");
+                   "built-in preset plus its settings (docs/calibration.md); none: no file" +
+                       extra);
+  }
+  // Sets the file when --presets was not given (a command's default).
+  void SetDefault(std::string path) {
+    if (path_.empty()) path_ = std::move(path);
   }
   // Reads the file when one was given; its errors name the file and field.
   Status Load() {
-    if (path_.empty()) return Status::Ok();
+    if (path_.empty() || path_ == "none") return Status::Ok();
     auto entries = LoadPresetFile(path_);
     if (!entries.ok()) return entries.status();
     entries_ = std::move(entries).value();

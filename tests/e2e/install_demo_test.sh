@@ -17,6 +17,8 @@ grep -q -- "--data-dir.*$prefix/share/skipkv" <<<"$help" || { echo "FAIL: defaul
 out=$("$prefix/bin/skipkv" demo --limit 2 2>&1) || { echo "FAIL: demo exited non-zero:"; echo "$out"; exit 1; }
 echo "$out"
 grep -q "FullKV" <<<"$out" || { echo "FAIL: no FullKV row in the demo's table"; exit 1; }
+grep -q "Calibrated presets from $prefix/share/skipkv/presets/testbed-calibrated.json" <<<"$out" ||
+  { echo "FAIL: the installed demo did not load its calibrated presets:"; echo "$out"; exit 1; }
 # `eval report` finds its installed plotting script (the demo's rows are a sweep's results).
 help=$("$prefix/bin/skipkv" eval report --help)
 grep -q -- "--script.*$prefix/share/skipkv/tools/make_report.py" <<<"$help" || { echo "FAIL: eval report's default --script is not the installed copy:"; echo "$help"; exit 1; }

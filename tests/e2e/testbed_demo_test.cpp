@@ -1,5 +1,6 @@
 // End-to-end: `skipkv demo` on the embedded testbed (issue 13), reduced to 16 test problems, with the
-// testbed's steering vector (data/models/testbed/steer_vector.gguf, so SEAL runs and skipkv steers).
+// testbed's steering vector (data/models/testbed/steer_vector.gguf, so SEAL runs and skipkv steers) and
+// its calibrated presets (data/presets/testbed-calibrated.json: skipkv-cal, seal-cal).
 // Asserts that every (method, budget) row is there, that every evicting method's cache stays within
 // max(prompt, B + Δt) slots on every row, that FullKV answers (EOS after a \boxed answer) and meets the
 // issue's floor of 95 % (15.2 of 16, so 16, less one: a flip of a near-tie on another CPU's kernels is
@@ -25,6 +26,10 @@ TEST(TestbedDemo, ReducedDemoMeetsTheInstrumentContract) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::printf("%s", r.out.c_str());
   EXPECT_NE(r.out.find("streaming"), std::string::npos) << "the table lists every method";
+  // The calibrated presets (data/presets/testbed-calibrated.json) run beside the paper's values, and the
+  // demo says so.
+  EXPECT_NE(r.out.find("Calibrated presets from"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("skipkv-cal = skipkv with sim_threshold="), std::string::npos) << r.out;
 
   std::map<std::string, std::pair<int, int>> acc;  // "method@budget" -> (correct, rows)
   int full_answered = 0;                              // FullKV rows that end at EOS with a \boxed answer
@@ -43,17 +48,19 @@ TEST(TestbedDemo, ReducedDemoMeetsTheInstrumentContract) {
       full_answered += row.at("finish") == "eos" && !row.at("extracted").get<std::string>().empty();
       continue;
     }
-    if (method == "seal") continue;  // FullKV's cache with steering: no budget
+    if (budget == 0) continue;  // seal, seal-cal: FullKV's cache with steering, no budget
     if (!smallest.count(method) || budget < smallest[method]) smallest[method] = budget;
     const int64_t prompt = row.at("prompt_tokens");
     const int64_t interval = row.at("method_config").at("interval");
     EXPECT_LE(row.at("kv").at("peak_slots").get<int64_t>(), std::max(prompt, budget + interval))
         << key << " problem " << row.at("problem");
   }
-  // FullKV and SEAL once + 5 methods x 3 budgets, 16 problems each.
-  EXPECT_EQ(n_rows, 16 * (2 + 5 * 3));
+  // FullKV, SEAL and seal-cal once + 7 methods x 3 budgets, 16 problems each.
+  EXPECT_EQ(n_rows, 16 * (3 + 7 * 3));
   EXPECT_EQ(acc["seal@0"].second, 16) << "SEAL runs with the testbed's steering vector";
-  EXPECT_EQ(smallest.size(), 5u) << "streaming, h2o, snapkv, rkv and skipkv ran";
+  EXPECT_EQ(acc["seal-cal@0"].second, 16) << "the calibrated SEAL runs beside it";
+  EXPECT_EQ(smallest.size(), 7u) << "streaming, h2o, snapkv, rkv, rkv+pinned, skipkv and skipkv-cal ran";
+  EXPECT_TRUE(smallest.count("rkv+pinned") && smallest.count("skipkv-cal"));
   const auto full = acc["fullkv@0"];
   ASSERT_EQ(full.second, 16);
   std::ifstream ef(std::string(SKIPKV_DATA_DIR) + "/models/testbed/expected.json");
