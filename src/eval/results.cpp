@@ -1,6 +1,7 @@
 #include "eval/results.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,21 +83,32 @@ ResultsWriter::~ResultsWriter() {
 }
 
 StatusOr<std::unique_ptr<ResultsWriter>> ResultsWriter::Open(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec)) {
-    // Cut a torn last line so that the next row starts on a line of its own.
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
-    if (!text.empty() && text.back() != '\n') {
-      const size_t keep = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
-      std::filesystem::resize_file(path, keep, ec);
-      if (ec) return IoError("cannot truncate the torn last line of '" + path + "': " + ec.message());
-    }
-  }
   FILE* f = std::fopen(path.c_str(), "ab");
   if (!f) return IoError("cannot open '" + path + "' for appending: " + std::strerror(errno));
+  // One writer per file: two runs appending to one file interleave (and tear)
+  // each other's lines and run the same rows twice. The lock goes with the
+  // open file, so it is released when the writer closes or the process dies.
+  if (::flock(fileno(f), LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    std::fclose(f);
+    if (err == EWOULDBLOCK)
+      return IoError("'" + path + "' is being written by another run (one writer per results file): wait " +
+                     "for it to finish, or write to another --output");
+    return IoError("cannot lock '" + path + "': " + std::strerror(err));
+  }
+  // Cut a torn last line so that the next row starts on a line of its own.
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  if (!text.empty() && text.back() != '\n') {
+    const size_t keep = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+    if (::ftruncate(fileno(f), static_cast<off_t>(keep)) != 0) {
+      const int err = errno;
+      std::fclose(f);
+      return IoError("cannot truncate the torn last line of '" + path + "': " + std::strerror(err));
+    }
+  }
   return std::unique_ptr<ResultsWriter>(new ResultsWriter(path, f));
 }
 

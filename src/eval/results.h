@@ -51,8 +51,10 @@ std::string FirstDifference(const nlohmann::json& a, const nlohmann::json& b, co
 class ResultsWriter {
  public:
   ~ResultsWriter();
-  // Opens (creating) `path` for appending. A torn last line (no final
-  // newline: a writer killed mid-line) is cut off first.
+  // Opens (creating) `path` for appending and takes an exclusive lock on it
+  // (flock, held while the writer lives): a second writer of the same file,
+  // in this process or another, gets IoError naming the file. A torn last
+  // line (no final newline: a writer killed mid-line) is cut off first.
   static StatusOr<std::unique_ptr<ResultsWriter>> Open(const std::string& path);
   // Writes one line and flushes it to the OS (fflush + fsync).
   Status Append(const nlohmann::json& row);

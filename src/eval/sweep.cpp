@@ -144,6 +144,9 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
   if (padded && engine.options().sort_by_length)
     return InvalidArgument("a padded sweep needs an engine with sort_by_length = false (the sweep groups)");
   SKIPKV_ASSIGN_OR_RETURN(nlohmann::json run, RunFingerprint(c, engine));
+  // The writer first: its lock keeps a second run of the same file from
+  // reading the rows and then redoing those this run is about to write.
+  SKIPKV_ASSIGN_OR_RETURN(auto writer, ResultsWriter::Open(c.output));
   // Resume: rows already in the file (same run configuration). A method's
   // configuration depends on the budget, so it is checked per row below.
   SKIPKV_ASSIGN_OR_RETURN(auto finished, ReadFinishedRows(c.output, run, {}));
@@ -215,7 +218,6 @@ StatusOr<SweepResult> RunSweep(const SweepConfig& c, Engine& engine, const Sweep
   if (progress) progress(prog);
   if (pending.empty()) return result;
 
-  SKIPKV_ASSIGN_OR_RETURN(auto writer, ResultsWriter::Open(c.output));
   const auto start = std::chrono::steady_clock::now();
   size_t pos = 0;
   while (pos < pending.size()) {

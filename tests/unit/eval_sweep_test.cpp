@@ -162,6 +162,30 @@ nlohmann::json Row(const std::string& problem, const std::string& method, int64_
           {"method_config", {{"policy", method}, {"budget", budget}}}};
 }
 
+// Two runs appending to one file once interleaved their lines (torn JSON in
+// the middle of the file, rows run twice): a second writer is refused while
+// the first lives, and admitted once it has closed.
+TEST(EvalResultsTest, OneWriterPerFile) {
+  const std::string path = TempPath("locked.jsonl");
+  std::filesystem::remove(path);
+  const nlohmann::json run = {{"dataset", "math500"}};
+  {
+    auto first = ResultsWriter::Open(path);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    auto second = ResultsWriter::Open(path);
+    ASSERT_FALSE(second.ok());
+    EXPECT_NE(second.status().message().find("another run"), std::string::npos) << second.status().message();
+    EXPECT_NE(second.status().message().find(path), std::string::npos) << second.status().message();
+    ASSERT_TRUE((*first)->Append(Row("0", "rkv", 512, 0, true, 10, run)).ok());
+  }
+  auto again = ResultsWriter::Open(path);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_TRUE((*again)->Append(Row("1", "rkv", 512, 0, true, 10, run)).ok());
+  auto lines = ReadJsonl(path);
+  ASSERT_TRUE(lines.ok()) << lines.status().ToString();
+  EXPECT_EQ(lines->size(), 2u);
+}
+
 TEST(EvalResultsTest, AppendResumeAndTornTail) {
   const std::string path = TempPath("rows.jsonl");
   std::filesystem::remove(path);
