@@ -282,7 +282,7 @@ int RunCalibrate(const CalibrateOptions& o) {
   const size_t n = c.sweep.problems.size();
   auto stage = [&](const std::string& s) {
     if (o.quiet) return;
-    if (s == "fullkv")
+    if (s == "traces")
       std::fprintf(stderr,
                    "skipkv calibrate: 1/3 FullKV traces of %zu problems (%s), sentences recorded -> %s\n", n,
                    c.sweep.dataset.name.c_str(), rows.c_str());

@@ -321,6 +321,8 @@ CommandRegistrar reg("run", "Generate text (streams tokens; default: a story fro
     if (Status st = o->presets.Load(); !st.ok()) return Fail(st.message());
     if (Status st = o->method_flags.FinishRun(o->presets.context(o->model)); !st.ok())
       return Fail(st.message());
+    if (!o->method_flags.note().empty() && !o->quiet)
+      std::fprintf(stderr, "skipkv run: note: %s\n", o->method_flags.note().c_str());
     return RunGenerate(*o);
   };
 });

@@ -88,6 +88,10 @@ class MethodFlags {
   // PRESET the registry's preset (MakePreset, with the --steer vector) with
   // every flag given on top of it (FinishPreset); `context`: a --presets
   // file's presets (PresetFileFlag) and the model.
+  // After FinishRun: a line for the user about the preset's values ("" when
+  // none), e.g. that --method skipkv-authors found no row of the authors' τ table.
+  const std::string& note() const { return note_; }
+
   Status FinishRun(const PresetContext& context = {}) {
     if (method_opt_ != nullptr && method_opt_->count() > 0) return FinishPreset(context);
     SKIPKV_RETURN_IF_ERROR(FinishKv());
@@ -207,6 +211,10 @@ class MethodFlags {
       }
     }
     SKIPKV_RETURN_IF_ERROR(st);
+    if (preset->authors_table && preset->authors_run.empty() && !FlagGiven("sim_threshold"))
+      note_ = who + ": no row of the authors' τ table (scripts/run.sh) is for this model and a dataset, so " +
+              "τ = " + std::to_string(pm.kv.skipkv.sim_threshold).substr(0, 4) +
+              " with their default steering strength; --sim-threshold sets τ";
     SKIPKV_RETURN_IF_ERROR(ValidateMethod(pm));
     if (no_steering_ != nullptr && no_steering_->count() > 0) pm.steer.enabled = false;  // the ablation
     m = pm;
@@ -225,6 +233,12 @@ class MethodFlags {
     });
   }
 
+  bool FlagGiven(const char* key) const {
+    for (const std::vector<Flag>* flags : {&kv_, &steer_})
+      for (const Flag& f : *flags)
+        if (std::string(f.info.key) == key) return f.opt->count() > 0;
+    return false;
+  }
   bool FileGiven() const {
     for (const Flag& f : steer_)
       if (std::string(f.info.key) == "steer_file") return f.opt->count() > 0;
@@ -259,6 +273,7 @@ class MethodFlags {
   std::vector<std::shared_ptr<std::string>> texts_;
   CLI::Option *no_steering_ = nullptr, *method_opt_ = nullptr;
   std::string method_name_;
+  std::string note_;
   bool no_steering_flag_ = false;
 };
 

@@ -76,6 +76,10 @@ struct MethodPreset {
   // The authors' run whose τ / steering strength an *-authors preset took
   // ("DeepSeek-R1-Distill-Qwen-7B/aime24/1536"); empty when none matched.
   std::string authors_run;
+  // The preset takes τ and the steering strength from the authors' table
+  // (skipkv-authors); with authors_run empty no row matched, and it runs
+  // with the preset's own values (τ 0.95) unless the user sets them.
+  bool authors_table = false;
   // The preset steers when a vector is given and runs unsteered otherwise
   // (skipkv, skipkv-authors): callers may say so when none was given.
   bool steers_if_given = false;

@@ -267,7 +267,7 @@ StatusOr<CalibrationResult> RunCalibration(const CalibrationConfig& config, Engi
     started[p] = true;
     return std::make_unique<SentenceRecorder>(pc, shared_sets, &recorded[p]);
   });
-  if (stage) stage("fullkv");
+  if (stage) stage("traces");
   StatusOr<SweepResult> full_res = RunSweep(c, engine, progress);
   EngineInternals::SetSequenceHooks(engine, nullptr);
   if (!full_res.ok()) return full_res.status();

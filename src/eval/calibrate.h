@@ -148,7 +148,7 @@ struct CalibrationResult {
   double paper_alpha0 = 0, paper_gamma = 0;
 };
 
-// Stage callback: "fullkv" before the FullKV sweep, "pss" before the pairs
+// Stage callback: "traces" before the FullKV sweep, "pss" before the pairs
 // are computed, "grid" before the SEAL sweep.
 using CalibrationStageCallback = std::function<void(const std::string& stage)>;
 

@@ -298,6 +298,7 @@ StatusOr<MethodPreset> Build(const PresetDef& def, const PresetFileEntry* file, 
   p.method.name = label;
   p.method.kv.policy = def.policy;
   p.grouping = def.grouping;
+  p.authors_table = def.authors_table;
   p.steers_if_given = def.steer == Steer::kIfGiven;
   const MethodTraits traits = TraitsOf(p.method.kv);
   if (traits.evicts) p.method.kv.budget = budget;

@@ -1,6 +1,7 @@
 // ParsedRequest -> engine Request; see api_convert.h.
 #include "serve/api_convert.h"
 
+#include <algorithm>
 #include <string>
 
 namespace skipkv::serve {
@@ -131,6 +132,23 @@ ConvertOutcome ToEngineRequest(const ParsedRequest& p, const ConvertLimits& limi
       }
       out.steer_vector = vec_name;
     }
+    // A sweep builds the prompt from a problem and bounds prompt + output;
+    // a client sends the prompt and max_tokens. Say so rather than ignore it.
+    if (preset->prompt)
+      out.not_applied.push_back(std::string("prompt: the preset's prompt style '") +
+                                PromptStyleName(*preset->prompt) +
+                                "' builds eval's prompts; the server uses the request's prompt as sent");
+    if (preset->max_length > 0 || preset->max_length_counts_prompt)
+      out.not_applied.push_back(
+          "max_length: the preset bounds eval's prompt + generated tokens; here max_tokens bounds the "
+          "generated tokens");
+    if (preset->authors_table && preset->authors_run.empty() &&
+        std::find_if(kv.overrides.begin(), kv.overrides.end(), [](const std::string& o) {
+          return o.rfind("sim_threshold=", 0) == 0;
+        }) == kv.overrides.end())
+      out.not_applied.push_back(
+          "tau: the authors' table picks tau per (model, dataset, budget); a request has no dataset, so "
+          "tau is the preset's own (kv.sim_threshold sets it)");
     r.method = preset->method;
     out.preset = std::move(preset).value();
   }

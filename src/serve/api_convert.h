@@ -27,6 +27,9 @@ struct ConvertOutcome {
   std::optional<Request> request;
   std::optional<MethodPreset> preset;  // set when the request carried "kv"
   std::string steer_vector;                  // the vector's name when the method steers
+  // The preset's eval-only settings this request does not use (its prompt
+  // style, its max_length), one line each; the response's "kv" lists them.
+  std::vector<std::string> not_applied;
   ApiError error;
   bool ok() const { return request.has_value(); }
 };

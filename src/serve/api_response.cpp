@@ -33,7 +33,8 @@ json UsageJson(const GenerationResult& r) {
   return {{"prompt_tokens", p}, {"completion_tokens", c}, {"total_tokens", p + c}};
 }
 
-json KvExtensionJson(const GenerationResult& r, const std::string& preset, const std::string& steer_vector) {
+json KvExtensionJson(const GenerationResult& r, const std::string& preset, const std::string& steer_vector,
+                     const std::vector<std::string>& not_applied) {
   json method = json::parse(MethodJson(r.method));
   if (method.contains("steer.file")) {
     method.erase("steer.file");
@@ -55,6 +56,7 @@ json KvExtensionJson(const GenerationResult& r, const std::string& preset, const
             {"decode_ms", r.timings.decode_ms},
             {"diagnostics", diagnostics}};
   if (!preset.empty()) j["preset"] = preset;
+  if (!not_applied.empty()) j["not_applied"] = not_applied;
   return j;
 }
 
@@ -74,7 +76,7 @@ std::string CompletionJson(const ResponseInfo& info, const GenerationResult& r, 
   }
   j["choices"] = json::array({choice});
   j["usage"] = UsageJson(r);
-  j["kv"] = KvExtensionJson(r, preset, info.steer_vector);
+  j["kv"] = KvExtensionJson(r, preset, info.steer_vector, info.not_applied);
   return Dump(j);
 }
 
@@ -100,7 +102,7 @@ std::string UsageChunkJson(const ResponseInfo& info, const GenerationResult& r, 
   json j = Base(info, true);
   j["choices"] = json::array();
   j["usage"] = UsageJson(r);
-  j["kv"] = KvExtensionJson(r, preset, info.steer_vector);
+  j["kv"] = KvExtensionJson(r, preset, info.steer_vector, info.not_applied);
   return Dump(j);
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "serve/api_request.h"
 #include "skipkv/engine.h"
@@ -19,6 +20,7 @@ struct ResponseInfo {
   int64_t created = 0;  // Unix seconds
   std::string model;
   std::string steer_vector;  // the steering vector's name when the method steered ("" otherwise)
+  std::vector<std::string> not_applied;  // the preset's settings the request did not use (ConvertOutcome)
 };
 
 // eos and stop strings -> "stop"; max_tokens and the context -> "length";
@@ -33,9 +35,12 @@ nlohmann::json UsageJson(const GenerationResult& r);
 // "effective_budget", "penalized_evicted", "prefill_ms", "decode_ms", "queue_ms",
 // "diagnostics": {the method's counters, e.g. "steer.events", "skipkv.sentences"}}.
 // A steering method's "steer.file" (a server path) is replaced by
-// "steer.vector": `steer_vector`, the name the request can use.
+// "steer.vector": `steer_vector`, the name the request can use. With
+// `not_applied` non-empty: "not_applied": [one line per preset setting the
+// request did not use].
 nlohmann::json KvExtensionJson(const GenerationResult& r, const std::string& preset,
-                               const std::string& steer_vector = "");
+                               const std::string& steer_vector = "",
+                               const std::vector<std::string>& not_applied = {});
 
 // The whole non-streaming body.
 std::string CompletionJson(const ResponseInfo& info, const GenerationResult& r, const std::string& preset);

@@ -161,6 +161,7 @@ void Server::Impl::HandleGenerate(const httplib::Request& req, httplib::Response
           .count();
   job->info.model = opts_.model_id;
   job->info.steer_vector = conv.steer_vector;
+  job->info.not_applied = conv.not_applied;
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
     if (static_cast<int64_t>(inbox_.size()) + engine_waiting_ >= opts_.max_queue) {

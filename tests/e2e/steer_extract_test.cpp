@@ -407,6 +407,15 @@ TEST_F(SteerExtractTest, RunSteersWithSealAndSkipkv) {
   EXPECT_NE(last["tokens"], plain["tokens"]);
   EXPECT_NE(Shell(base + "--method seal --steer " + std::string(SKIPKV_DATA_DIR) + "/steering", &err), 0);
   EXPECT_NE(err.find("width 1536"), std::string::npos) << err;
+
+  // --method skipkv-authors without a dataset: no row of the authors' τ table, and run says so
+  // (not under -q); a τ given on the command line needs no note.
+  const std::string loud = kBinary + " run -m " + ModelPath() + " -t 2 --json -p 'Think.\n\n' -n 4 " +
+                           "--method skipkv-authors --kv-budget 16 --kv-window 4 --kv-interval 8";
+  ASSERT_EQ(Shell(loud, &err, Tmp("authors.json")), 0) << err;
+  EXPECT_NE(err.find("no row of the authors' τ table"), std::string::npos) << err;
+  ASSERT_EQ(Shell(loud + " --sim-threshold 0.9", &err, Tmp("authors.json")), 0) << err;
+  EXPECT_EQ(err.find("no row of the authors"), std::string::npos) << err;
 }
 
 // Removes this process's files (the model is ~20 MB) after the tests.

@@ -157,6 +157,24 @@ TEST(ServeConvertTest, MethodsFromPresetsAndLimits) {
         "give max_tokens");
   fails(m + R"(,"kv":{"policy":"rkv","budget":64,"max_length_counts_prompt":true}})",
         "kv.max_length_counts_prompt", "give max_tokens");
+  // The preset's eval-only settings (its prompt style, prompt + output bound) do not apply to a
+  // client's request; the outcome lists them for the response rather than dropping them silently.
+  ConvertOutcome authors = ToEngineRequest(MustParse(m + R"(,"kv":{"policy":"rkv-authors","budget":64}})"), lim);
+  ASSERT_TRUE(authors.ok()) << authors.error.message;
+  ASSERT_EQ(authors.not_applied.size(), 2u);
+  EXPECT_NE(authors.not_applied[0].find("prompt style 'raw'"), std::string::npos) << authors.not_applied[0];
+  EXPECT_EQ(authors.not_applied[1].rfind("max_length:", 0), 0u) << authors.not_applied[1];
+  EXPECT_TRUE(c.not_applied.empty()) << "skipkv has no eval-only settings";
+  // skipkv-authors (unsteered without a vector): no dataset, so no row of the authors' τ table either,
+  // unless the request sets τ itself.
+  ConvertOutcome ska = ToEngineRequest(MustParse(m + R"(,"kv":{"policy":"skipkv-authors","budget":64}})"), lim);
+  ASSERT_TRUE(ska.ok()) << ska.error.message;
+  ASSERT_EQ(ska.not_applied.size(), 3u);
+  EXPECT_EQ(ska.not_applied[2].rfind("tau:", 0), 0u) << ska.not_applied[2];
+  ConvertOutcome ska_tau =
+      ToEngineRequest(MustParse(m + R"(,"kv":{"policy":"skipkv-authors","budget":64,"sim_threshold":0.97}})"), lim);
+  ASSERT_TRUE(ska_tau.ok()) << ska_tau.error.message;
+  EXPECT_EQ(ska_tau.not_applied.size(), 2u);
   // "full" is fullkv; no max_tokens: up to the context.
   ConvertOutcome f = ToEngineRequest(MustParse(m + R"(,"kv":{"policy":"full"}})"), lim);
   ASSERT_TRUE(f.ok()) << f.error.message;
@@ -298,6 +316,10 @@ TEST(ServeResponseTest, ShapesFollowOpenAi) {
   EXPECT_EQ(c["kv"]["compressions"], 3);
   EXPECT_EQ(c["kv"]["method"]["policy"], "rkv");
   EXPECT_EQ(c["kv"]["preset"], "rkv");
+  EXPECT_FALSE(c["kv"].contains("not_applied"));
+  info.not_applied = {"prompt: ..."};
+  EXPECT_EQ(json::parse(CompletionJson(info, r, "rkv-authors"))["kv"]["not_applied"][0], "prompt: ...");
+  info.not_applied.clear();
   json first = json::parse(ChunkJson(info, "", true, nullptr, true));
   EXPECT_EQ(first["object"], "chat.completion.chunk");
   EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
