@@ -13,16 +13,7 @@
 #include "eval/math_expr.h"
 #include "eval/normalize.h"
 
-namespace {
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "fuzz_grader: invariant violated: %s\n", what);
-    std::abort();
-  }
-}
-
-}  // namespace
+#include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace skipkv::eval;

@@ -22,17 +22,12 @@
 #include "io/hf_checkpoint.h"
 #include "io/hf_vocab.h"
 
+#include "fuzz_check.h"
+
 namespace {
 namespace fs = std::filesystem;
 
 fs::path g_dir;
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "fuzz_hf_checkpoint: invariant violated: %s\n", what);
-    std::abort();
-  }
-}
 
 void WriteFile(const fs::path& p, const void* data, size_t size) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);

@@ -18,14 +18,9 @@
 
 #include "util/json_depth.h"
 
-namespace {
+#include "fuzz_check.h"
 
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "fuzz_json_depth: invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+namespace {
 
 // The deepest level nlohmann's SAX parser reaches (before an error, if any).
 struct DepthSax : nlohmann::json_sax<nlohmann::json> {

@@ -15,16 +15,7 @@
 
 #include "skipkv/presets.h"
 
-namespace {
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "fuzz_preset_file: invariant violated: %s\n", what);
-    std::abort();
-  }
-}
-
-}  // namespace
+#include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace skipkv;

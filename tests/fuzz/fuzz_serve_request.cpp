@@ -12,16 +12,7 @@
 
 #include "serve/api_request.h"
 
-namespace {
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "fuzz_serve_request: invariant violated: %s\n", what);
-    std::abort();
-  }
-}
-
-}  // namespace
+#include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace skipkv::serve;

@@ -17,6 +17,8 @@
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
+#include "fuzz_check.h"
+
 namespace {
 
 std::unique_ptr<skipkv::Tokenizer> g_bpe;
@@ -26,13 +28,6 @@ std::unique_ptr<skipkv::Tokenizer> g_spm;
 // once made these paths point outside the repository, so both tokenizers
 // silently failed to load and nothing was fuzzed).
 std::string RepoPath(const char* rel) { return (std::filesystem::path(SKIPKV_SOURCE_DIR) / rel).string(); }
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "fuzz_tokenizer: invariant violated: %s\n", what);
-    std::abort();
-  }
-}
 
 void Exercise(const skipkv::Tokenizer& tok, const uint8_t* data, size_t size) {
   const uint8_t mode = size > 0 ? data[0] : 0;
