@@ -11,6 +11,10 @@ same command resumes. Logs: OUT/log.txt (one line per --eval-every steps: loss, 
 the look-up value digit, the arithmetic result digit, the first token of "Wait"/"Alternatively" lines).
 
   nice -n 19 /usr/bin/python3 tools/testbed/train.py --tokenizer tok.json --out run1 --steps 6000
+
+--fmt 4 (testbed v2) trains on gen.py's format 4 with simulated eviction: for --lost-frac of the walks,
+1-3 facts are hidden (qwen2.py's forward(tokens, hide) mask) from the position where their look-up starts,
+and the target trace holds the recovery routine there (fmt4_example; tools/testbed/README.md, "Testbed v2").
 """
 import argparse
 import json
