@@ -319,7 +319,7 @@ CommandRegistrar reg(
           ->capture_default_str();
       sub.add_option("-c,--ctx", o->n_ctx, "Context length to allow (0 = the model's)")
           ->capture_default_str();
-      sub.add_option("--dataset", o->dataset, "gsm8k, math500, aime24, testbed, a .jsonl file, or a LiveCodeBench code_generation_lite .jsonl (graded by running the code)");
+      sub.add_option("--dataset", o->dataset, "gsm8k, math500, aime24, testbed, testbed2, a .jsonl file, or a LiveCodeBench code_generation_lite .jsonl (graded by running the code)");
       sub.add_option("--data-dir", o->data_dir, "Where the bundled datasets live (datasets/*.jsonl)")
           ->capture_default_str();
       sub.add_option("--question-field", o->question_field, "JSONL field of the problem text");

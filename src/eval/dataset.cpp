@@ -37,6 +37,11 @@ constexpr Bundled kBundled[] = {
     // Its validation split (gen.py --split val --n 200 --seed 1; no prompt shared with the test split),
     // for `skipkv calibrate`.
     {"testbed-val", "testbed_val.jsonl", "prompt", "answer", "id", 1536, true},
+    // Testbed v2 (gen.py --fmt 4: a blank line after every trace line, optional Wait / Alternatively lines,
+    // checkpoints, trained with simulated eviction; reference traces of 166-907 tokens): test split and
+    // its validation split (--seed 1), for data/models/testbed-v2/testbed.gguf.
+    {"testbed2", "testbed2_test.jsonl", "prompt", "answer", "id", 1536, true},
+    {"testbed2-val", "testbed2_val.jsonl", "prompt", "answer", "id", 1536, true},
 };
 
 }  // namespace

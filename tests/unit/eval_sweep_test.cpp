@@ -11,6 +11,7 @@
 
 #include "eval/dataset.h"
 #include "eval/jsonl.h"
+#include "eval/math_equal.h"
 #include "eval/prompt.h"
 #include "eval/provenance.h"
 #include "eval/results.h"
@@ -50,6 +51,53 @@ TEST(EvalDatasetTest, BundledDatasetsLoad) {
     EXPECT_EQ(ds->problems[0].line, 1u);
     std::set<std::string> ids;
     for (const auto& p : ds->problems) ids.insert(p.id);
+    EXPECT_EQ(ids.size(), e.rows) << e.name << ": ids must be unique";
+  }
+}
+
+// Testbed v2's splits (tools/testbed/gen.py --fmt 4): plain prompts ending in "<think>\n", one-digit
+// answers that grade from a \boxed{} after </think>, and no prompt shared between the two splits or with
+// the v1 testbed's.
+TEST(EvalDatasetTest, TestbedV2DatasetsLoadAndGrade) {
+  std::set<std::string> prompts;
+  for (const auto& name : {"testbed", "testbed-val"}) {
+    auto spec = ResolveDataset(name, SKIPKV_DATA_DIR);
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    auto ds = LoadDataset(*spec, false);
+    ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+    for (const auto& p : ds->problems) prompts.insert(p.question);
+  }
+  struct Expect {
+    const char* name;
+    size_t rows;
+    const char* id_prefix;
+  };
+  for (const Expect& e :
+       {Expect{"testbed2", 500, "testbed2-test-"}, Expect{"testbed2-val", 200, "testbed2-val-"}}) {
+    auto spec = ResolveDataset(e.name, SKIPKV_DATA_DIR);
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_EQ(spec->max_gen, 1536) << e.name;
+    EXPECT_TRUE(spec->plain_prompt) << e.name;
+    auto ds = LoadDataset(*spec, false);
+    ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+    ASSERT_EQ(ds->problems.size(), e.rows) << e.name;
+    EXPECT_TRUE(ds->skipped.empty());
+    std::set<std::string> ids;
+    for (const auto& p : ds->problems) {
+      ids.insert(p.id);
+      EXPECT_EQ(p.id.rfind(e.id_prefix, 0), 0u) << p.id;
+      ASSERT_EQ(p.reference.size(), 1u) << p.id;
+      ASSERT_TRUE(p.reference[0] >= '0' && p.reference[0] <= '9') << p.id;
+      EXPECT_EQ(p.question.rfind("Facts:\n", 0), 0u) << p.id;
+      EXPECT_EQ(p.question.substr(p.question.size() - 8), "<think>\n") << p.id;
+      EXPECT_TRUE(prompts.insert(p.question).second) << p.id << ": prompt shared with another testbed split";
+      const std::string right = "0+1=1, 0 left.\n\n</think>\n\\boxed{" + p.reference + "}\n";
+      EXPECT_TRUE(GradeOutput(right, p.reference_raw).equal) << p.id;
+      const char wrong_digit = static_cast<char>('0' + (p.reference[0] - '0' + 1) % 10);
+      EXPECT_FALSE(
+          GradeOutput("</think>\n\\boxed{" + std::string(1, wrong_digit) + "}\n", p.reference_raw).equal)
+          << p.id;
+    }
     EXPECT_EQ(ids.size(), e.rows) << e.name << ": ids must be unique";
   }
 }

@@ -10,6 +10,8 @@
       --out tests/data/testbed_tiny
   /usr/bin/python3 tools/testbed/make_golden.py --tokenizer tools/testbed/tokenizer.json \\
       --ckpt run/ckpt.pt --out data/models/testbed
+  /usr/bin/python3 tools/testbed/make_golden.py --tokenizer tools/testbed/tokenizer.json \\
+      --ckpt run_v2/ckpt.pt --fmt 4 --out data/models/testbed-v2     # testbed v2: format-4 problems
 
 refs.txt: per sequence, a line "text <hex of the UTF-8 text>", a line "ids <id> ...", then one line per
 checked position "pos <p> <logit_0> ... <logit_{V-1}>" (%.6f); 16 positions per sequence, the last included.
@@ -34,6 +36,7 @@ def main():
     ap.add_argument("--tokenizer", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--ckpt", default="", help="a train.py checkpoint: write its refs.txt only")
+    ap.add_argument("--fmt", type=int, choices=[3, 4], default=3, help="with --ckpt: gen.py format of the problems")
     a = ap.parse_args()
     torch.manual_seed(4321)
     tok = Tokenizer(a.tokenizer)
@@ -41,7 +44,8 @@ def main():
         s = torch.load(a.ckpt)
         m = Qwen2ForCausalLM(Qwen2Config(**s["config"]))
         m.load_state_dict(s["model"])
-        write_refs(m, tok, gen.generate("test", 2, 0), a.out)
+        probs = gen.generate("test", 2, 0) if a.fmt == 3 else gen.generate("test", 2, 0, terms=gen.TERMS4, fmt=4)
+        write_refs(m, tok, probs, a.out)
         return
     c = Qwen2Config(vocab_size=tok.eos + 1, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,

@@ -159,11 +159,16 @@ class Qwen2ForCausalLM(nn.Module):
         elif isinstance(m, nn.Embedding):
             nn.init.normal_(m.weight, std=1.0 if scaled and not self.config.tie_word_embeddings else 0.02)
 
-    def forward(self, tokens):
-        """tokens [B, T] int64 -> logits [B, T, vocab]."""
+    def forward(self, tokens, hide=None):
+        """tokens [B, T] int64 -> logits [B, T, vocab].
+
+        hide: an optional bool [B, T, T] (True = query position t may not attend to key position s), added
+        to the causal mask: train.py's simulated eviction of chosen fact lines (testbed v2)."""
         T = tokens.shape[1]
         cos, sin = self.rope_cos[:T], self.rope_sin[:T]
         mask = torch.ones(T, T, dtype=torch.bool).triu(1)  # True = future, masked
+        if hide is not None:
+            mask = (mask[None] | hide[:, :T, :T])[:, None]  # [B, 1, T, T], broadcast over heads
         x = self.model.embed_tokens(tokens)
         for layer in self.model.layers:
             x = layer(x, cos, sin, mask)

@@ -11,6 +11,10 @@ same command resumes. Logs: OUT/log.txt (one line per --eval-every steps: loss, 
 the look-up value digit, the arithmetic result digit, the first token of "Wait"/"Alternatively" lines).
 
   nice -n 19 /usr/bin/python3 tools/testbed/train.py --tokenizer tok.json --out run1 --steps 6000
+
+--fmt 4 (testbed v2) trains on gen.py's format 4 with simulated eviction: for --lost-frac of the walks,
+1-3 facts are hidden (qwen2.py's forward(tokens, hide) mask) from the position where their look-up starts,
+and the target trace holds the recovery routine there (fmt4_example; tools/testbed/README.md, "Testbed v2").
 """
 import argparse
 import json
@@ -74,7 +78,9 @@ def encode_example(tok, prompt, trace, kinds):
         elif kind == "arith":  # "3+7=0, 24 left.": the result digit and the count
             probes[o + line.index("=") + 1] = "arith"
             probes[o + line.index(", ") + 2] = "left"
-        elif kind in ("wait", "alt"):
+        elif kind == "lost" and not line.startswith("Wait"):  # "NAME lost.": the token after the key
+            probes[o + line.index(" ")] = kind
+        elif kind in ("wait", "alt", "wait0", "lost", "check", "restate"):
             probes[o] = kind
         o += len(line) + 1
     label = [""] * len(ids)
@@ -84,6 +90,85 @@ def encode_example(tok, prompt, trace, kinds):
             label[len(p_ids) + k - 1] = what  # the position that predicts token k of the trace
     mask = [0] * (len(p_ids) - 1) + [1] * (len(t_ids) + 1)
     return ids, mask, label
+
+
+def lost_steps(rng, start, nxt, n_steps, frac):
+    """Format 4's simulated eviction: with probability `frac`, one to three look-up steps whose fact is
+    lost, at distinct names, chosen so that every re-walk line of a recovery is still visible (its trace
+    copy is not one that an earlier loss hid)."""
+    if rng.random() >= frac or n_steps < 3:
+        return set()
+    visits, cur = [], start
+    for _ in range(n_steps):
+        visits.append(cur)
+        cur = nxt[cur]
+    want = rng.choice((1, 1, 1, 1, 1, 1, 2, 2, 2, 3))
+    for _ in range(20):
+        cand = sorted(rng.sample(range(1, n_steps), min(want, n_steps - 1)))
+        keys = [visits[i] for i in cand]
+        if len(set(keys)) != len(keys):
+            continue
+        ok = True
+        for j in cand:
+            for t in range(j - j % gen.CHECK_EVERY, j):
+                if visits[t] == visits[j] or any(t < i < j and visits[t] == visits[i] for i in cand):
+                    ok = False
+        if ok:
+            return set(cand)
+    return set()
+
+
+def fmt4_example(tok, rng, nf, nt, lost_frac, lost_style="key"):
+    """A format-4 walk with simulated eviction: (ids, loss mask, probe labels, hide) where hide is a list of
+    (query_from, [key token positions]): from token position query_from on (the position that predicts
+    the first token of the "NAME lost." line), the prompt's fact line of NAME and the trace's earlier
+    copies of it are masked out of attention. With lost_style "wait" (the first v2 run) the guess after a
+    failed recovery has no loss on its name and digit; with "key" it is trained as a best guess (the
+    true fact, which the model cannot see), so that the second attempt writes a fact, not "lost"."""
+    while True:
+        prompt, start, nxt, fact = gen.walk(rng, nf, nt)
+        if gen.split_of(prompt) == "train":
+            break
+    lost = lost_steps(rng, start, nxt, nt, lost_frac)
+    lines, kinds, _ = gen.trace4(rng, start, nxt, fact, nt, lost, lost_style)
+    trace = "\n".join(lines) + "\n"
+    ids, mask, label = encode_example(tok, prompt, trace, kinds)
+    if not lost:
+        return ids, mask, label, []
+    # character start of every token of prompt + trace
+    starts, o = [], 0
+    for i in ids[:-1]:
+        starts.append(o)
+        o += len(tok.piece(i))
+    tok_at = {c: k for k, c in enumerate(starts)}
+
+    def tokens_in(c0, c1):
+        return [k for k, c in enumerate(starts) if c0 <= c < c1]
+
+    # line spans: prompt lines, then trace lines
+    spans, o = [], 0
+    for ln in prompt.split("\n")[:-1]:
+        spans.append((o, ln, "prompt"))
+        o += len(ln) + 1
+    for ln, kd in zip(lines, kinds):
+        spans.append((o, ln, kd))
+        o += len(ln) + 1
+    hide = []
+    for (c0, ln, kd) in spans:
+        if kd == "lost":
+            key = ln.split(" ")[1] if lost_style == "wait" else ln.split(" ")[0]  # "Wait, NAME is lost."
+            q = tok_at[c0] - 1
+            hidden = []
+            for (d0, l2, k2) in spans:
+                if d0 >= c0:
+                    break
+                if k2 in ("prompt", "lookup", "rewalk", "guess") and l2.startswith(key + " "):
+                    hidden += tokens_in(d0, d0 + len(l2) + 1)
+            hide.append((q, hidden))
+        elif kd == "guess" and lost_style == "wait":  # no loss on the guessed next name and digit (the tokens after the key)
+            for k in tokens_in(c0 + ln.index(" "), c0 + len(ln) - 1):
+                mask[k - 1] = 0
+    return ids, mask, label, hide
 
 
 def level_ranges(step, a):
@@ -101,22 +186,30 @@ def make_batch(tok, a, step, rng=None, full=False):
         nf = rng.randint(*fr)
         if b < round(a.bs * a.lookup_frac):
             p, t, k = lookup_problem(rng, nf, rng.randint(4, 12))
+        elif a.fmt == 4:
+            ids, m, lab, hide = fmt4_example(tok, rng, nf, rng.randint(*tr), a.lost_frac, a.lost_style)
+            exs.append((ids[:a.ctx], m[:a.ctx - 1], lab[:a.ctx - 1], hide))
+            continue
         else:
             while True:
                 p, t, _, k = gen.make_problem(rng, nf, rng.randint(*tr))
                 if gen.split_of(p) == "train":
                     break
         ids, m, lab = encode_example(tok, p, t, k)
-        exs.append((ids[:a.ctx], m[:a.ctx - 1], lab[:a.ctx - 1]))
+        exs.append((ids[:a.ctx], m[:a.ctx - 1], lab[:a.ctx - 1], []))
     T = max(len(e[0]) for e in exs)
     x = torch.full((len(exs), T), tok.eos, dtype=torch.long)
     mk = torch.zeros((len(exs), T - 1), dtype=torch.bool)
+    hide = torch.zeros((len(exs), T - 1, T - 1), dtype=torch.bool) if any(e[3] for e in exs) else None
     labels = []
-    for i, (ids, m, lab) in enumerate(exs):
+    for i, (ids, m, lab, hd) in enumerate(exs):
         x[i, :len(ids)] = torch.tensor(ids)
         mk[i, :len(m)] = torch.tensor(m, dtype=torch.bool)
         labels.append(lab)
-    return x, mk, labels
+        for q, keys in hd:
+            if q < T - 1 and keys:
+                hide[i, q:, torch.tensor([k for k in keys if k < T - 1], dtype=torch.long)] = True
+    return x, mk, labels, hide
 
 
 def make_lookup_rows(tok, a, step):
@@ -141,8 +234,8 @@ def make_lookup_rows(tok, a, step):
 def evaluate(m, batches):
     hit, tot = {}, {}
     with torch.no_grad():
-        for x, mk, labels in batches:
-            pred = m(x[:, :-1]).argmax(-1)
+        for x, mk, labels, hide in batches:
+            pred = m(x[:, :-1], hide).argmax(-1)
             ok = pred == x[:, 1:]
             for i, lab in enumerate(labels):
                 for j, what in enumerate(lab):
@@ -173,6 +266,11 @@ def main():
                     help="extra pure look-up sequences per step in their own (short) forward pass")
     ap.add_argument("--facts", type=int, nargs=2, default=[8, 24])
     ap.add_argument("--terms", type=int, nargs=2, default=[12, 40], help="walk steps")
+    ap.add_argument("--fmt", type=int, choices=[3, 4], default=3, help="gen.py's format (4: testbed v2)")
+    ap.add_argument("--lost-frac", type=float, default=0.5,
+                    help="format 4: the fraction of walks with simulated eviction (1-3 lost facts)")
+    ap.add_argument("--lost-style", choices=["key", "wait"], default="key",
+                    help="format 4's loss detection: 'NAME lost.' (after the key) or 'Wait, NAME is lost.'")
     ap.add_argument("--facts0", type=int, default=3)
     ap.add_argument("--terms0", type=int, default=3)
     ap.add_argument("--curriculum", type=int, default=1200, help="steps to reach the full problem sizes")
@@ -229,8 +327,8 @@ def main():
             lr = a.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * f)))
         for pg in opt.param_groups:
             pg["lr"] = lr
-        x, mk, _ = make_batch(tok, a, step)
-        logits = m(x[:, :-1])
+        x, mk, _, hide = make_batch(tok, a, step)
+        logits = m(x[:, :-1], hide)
         loss_sum = F.cross_entropy(logits[mk], x[:, 1:][mk], reduction="sum")
         n_tok = mk.sum()
         if a.lookup_rows > 0:
