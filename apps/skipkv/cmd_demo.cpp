@@ -1,14 +1,18 @@
 // `skipkv demo`: every KV method on the embedded testbed (issue 13 item 5).
 //
-//   skipkv demo [--limit 40] [--batch-size 8] [--fractions 0.2,0.35,0.5] [-o skipkv-demo.jsonl]
+//   skipkv demo [--testbed 1|2] [--limit 40] [--batch-size 8] [--fractions 0.2,0.35,0.5] [-o skipkv-demo.jsonl]
 //
+// --testbed picks the instrument: 1, the embedded testbed (":testbed:", dataset
+// testbed); 2, testbed v2 (issue 39: optional Wait lines, recovery from lost
+// facts), whose model, vector and calibrated presets are files in --data-dir
+// (models/testbed-v2/, presets/testbed2-calibrated.json; dataset testbed2).
 // Two sweeps over the testbed's test split (src/eval, the code `skipkv eval`
 // runs), one loaded model, one results file:
 //   1. FullKV (and SEAL, FullKV with fixed-strength steering, when a steering
 //      vector is in use), whose mean generated length L sets the budgets;
 //   2. every method at budgets round(f * L) for each fraction f; skipkv steers
 //      with SkipKV's adaptive strength when a vector is in use.
-// The steering vector is the testbed's own (data/models/testbed/
+// The steering vector is the testbed's own (data/models/testbed[-v2]/
 // steer_vector.gguf, from `skipkv steer-extract`) unless --steer names
 // another file or `none`.
 // With a preset file (by default, for the embedded testbed, the calibrated
@@ -43,7 +47,8 @@ namespace skipkv::cli {
 namespace {
 
 struct DemoOptions {
-  std::string model = ":testbed:";
+  int testbed = 1;        // 1: the embedded testbed; 2: testbed v2 (files in data_dir)
+  std::string model;      // empty: the --testbed's own model
   int threads = 0;
   std::string data_dir = eval::DefaultDataDir();
   int64_t limit = 40;
@@ -61,15 +66,35 @@ struct DemoOptions {
   cli::PresetFileFlag presets;
 };
 
+// What one testbed brings: its model, bundled test split, steering vector
+// and calibrated preset file (the last two may be absent from a data dir).
+struct TestbedFiles {
+  std::string model;
+  std::string dataset;  // a bundled dataset name
+  std::string steer;
+  std::string presets;
+};
+
+TestbedFiles TestbedFor(const DemoOptions& o) {
+  if (o.testbed == 2)
+    return {o.data_dir + "/models/testbed-v2/testbed.gguf", "testbed2",
+            o.data_dir + "/models/testbed-v2/steer_vector.gguf", o.data_dir + "/presets/testbed2-calibrated.json"};
+  return {":testbed:", "testbed", o.data_dir + "/models/testbed/steer_vector.gguf",
+          o.data_dir + "/presets/testbed-calibrated.json"};
+}
+
+// Whether the model is the --testbed's own (its vector and presets fit it).
+bool OwnModel(const DemoOptions& o) { return o.model.empty() || o.model == TestbedFor(o).model; }
+
 // The steering vector the demo uses: --steer FILE, none, or (auto) the
-// testbed's own beside the data when the model is the embedded testbed.
+// testbed's own beside the data when the model is the testbed's own.
 StatusOr<SteeringConfig> DemoSteering(const DemoOptions& o) {
   SteeringConfig v;
   std::string file = o.steer;
   if (o.steer == "none") return v;
   if (o.steer == "auto") {
-    file = o.data_dir + "/models/testbed/steer_vector.gguf";
-    if (o.model != ":testbed:" || !std::filesystem::exists(file)) return v;
+    file = TestbedFor(o).steer;
+    if (!OwnModel(o) || !std::filesystem::exists(file)) return v;
   }
   v.enabled = true;
   v.file = file;
@@ -79,10 +104,10 @@ StatusOr<SteeringConfig> DemoSteering(const DemoOptions& o) {
 }
 
 // The testbed's calibrated presets when --presets was not given and the
-// model is the embedded testbed.
+// model is the testbed's own.
 std::string DefaultPresetFile(const DemoOptions& o) {
-  const std::string file = o.data_dir + "/presets/testbed-calibrated.json";
-  return o.model == ":testbed:" && std::filesystem::exists(file) ? file : "none";
+  const std::string file = TestbedFor(o).presets;
+  return OwnModel(o) && std::filesystem::exists(file) ? file : "none";
 }
 
 // `names` with each name followed by the file presets built on it (the
@@ -142,6 +167,11 @@ void PrintTable(const std::vector<nlohmann::json>& summary, double full_len) {
 }
 
 int RunDemo(DemoOptions& o) {
+  if (o.testbed != 1 && o.testbed != 2) return Fail("--testbed (" + std::to_string(o.testbed) + ") must be 1 or 2");
+  const TestbedFiles testbed = TestbedFor(o);
+  if (o.model.empty()) o.model = testbed.model;
+  if (o.testbed == 2 && o.model == testbed.model && !std::filesystem::exists(o.model))
+    return Fail("--testbed 2: the model " + o.model + " is missing (is --data-dir the project's data/?)");
   if (o.limit < 1) return Fail("--limit (" + std::to_string(o.limit) + ") must be >= 1");
   if (o.batch_size < 1) return Fail("--batch-size (" + std::to_string(o.batch_size) + ") must be >= 1");
   if (o.interval < 1) return Fail("--interval (" + std::to_string(o.interval) + ") must be >= 1");
@@ -175,7 +205,7 @@ int RunDemo(DemoOptions& o) {
     if (!p.ok()) return Fail(p.status().message());
   }
 
-  auto spec = eval::ResolveDataset("testbed", o.data_dir, "", "", "");
+  auto spec = eval::ResolveDataset(testbed.dataset, o.data_dir, "", "", "");
   if (!spec.ok()) return Fail(spec.status().message());
   auto loaded = eval::LoadDataset(*spec, false);
   if (!loaded.ok()) return Fail(loaded.status().message());
@@ -210,8 +240,9 @@ int RunDemo(DemoOptions& o) {
   SweepBar bar(o.quiet);
   auto progress = [&](const eval::SweepProgress& p) { bar.Update(p); };
   if (!o.quiet)
-    std::fprintf(stderr, "skipkv demo: %s, %zu testbed problems, batch %d, %s batches, steering %s -> %s\n",
-                 (*engine)->info().name.c_str(), c.problems.size(), o.batch_size, o.pad_policy.c_str(),
+    std::fprintf(stderr, "skipkv demo: %s, %zu %s problems, batch %d, %s batches, steering %s -> %s\n",
+                 (*engine)->info().name.c_str(), c.problems.size(), testbed.dataset.c_str(), o.batch_size,
+                 o.pad_policy.c_str(),
                  steering->enabled ? steering->file.c_str() : "none", o.output.c_str());
   if (!o.presets.entries().empty()) {
     std::vector<std::string> ran = methods;
@@ -254,15 +285,22 @@ int RunDemo(DemoOptions& o) {
 }
 
 CommandRegistrar reg(
-    "demo", "Every KV method on the embedded testbed: accuracy, length and KV memory at three budgets",
+    "demo", "Every KV method on the testbed (embedded v1, or v2): accuracy, length and KV memory at three budgets",
     [](CLI::App& sub) {
       auto o = std::make_shared<DemoOptions>();
-      sub.add_option("-m,--model", o->model,
-                     "Model (default: the embedded testbed, :testbed:; any model trained on the testbed task)")
+      sub.add_option("--testbed", o->testbed,
+                     "Which testbed: 1, the embedded one (:testbed:, dataset testbed); 2, testbed v2 "
+                     "(DATA_DIR/models/testbed-v2/testbed.gguf, dataset testbed2: optional Wait lines, recovery "
+                     "from lost facts; its own vector and DATA_DIR/presets/testbed2-calibrated.json)")
           ->capture_default_str();
+      sub.add_option("-m,--model", o->model,
+                     "Model (default: the --testbed's own; any model trained on that testbed's task)");
       sub.add_option("-t,--threads", o->threads, "Worker threads (0 = all cores)")->capture_default_str();
-      sub.add_option("--data-dir", o->data_dir, "Where datasets/testbed_test.jsonl lives")->capture_default_str();
-      sub.add_option("--limit", o->limit, "Test problems to run (the split has 500)")->capture_default_str();
+      sub.add_option("--data-dir", o->data_dir,
+                     "Where the testbed's test split (datasets/testbed_test.jsonl, testbed2_test.jsonl), testbed "
+                     "v2's model and the calibrated presets live")
+          ->capture_default_str();
+      sub.add_option("--limit", o->limit, "Test problems to run (each split has 500)")->capture_default_str();
       sub.add_option("--batch-size", o->batch_size, "Requests per batch")->capture_default_str();
       sub.add_option("--methods", o->methods,
                      "Methods besides FullKV (eval presets; rkv+pinned is R-KV with the prompt never evicted)")->capture_default_str();
@@ -277,8 +315,8 @@ CommandRegistrar reg(
       sub.add_option("-o,--output", o->output, "Results JSONL (appended; a rerun resumes)")
           ->capture_default_str();
       sub.add_option("--steer", o->steer,
-                     "Steering vector: auto (the testbed's own, data/models/testbed/steer_vector.gguf, for the "
-                     "embedded testbed), none, or a control-vector GGUF. With one, SEAL runs beside FullKV and "
+                     "Steering vector: auto (the testbed's own, DATA_DIR/models/testbed[-v2]/steer_vector.gguf, "
+                     "when the model is the testbed's), none, or a control-vector GGUF. With one, SEAL runs beside FullKV and "
                      "skipkv steers with SkipKV's adaptive strength")
           ->capture_default_str();
       sub.add_option("--steer-layer", o->steer_layer, "Direction l of the vector, added at the output of layer l (docs/steering.md)")
@@ -286,7 +324,7 @@ CommandRegistrar reg(
       sub.add_option("--steer-coef", o->steer_coef, "SEAL's fixed strength")->capture_default_str();
       o->presets.Add(sub,
                      ". Default: DATA_DIR/presets/testbed-calibrated.json (τ and α0 calibrated on the testbed's "
-                     "validation split) for the embedded testbed; each method then runs beside the file's "
+                     "validation split; testbed2-calibrated.json for --testbed 2) when the model is the testbed's; each method then runs beside the file's "
                      "presets built on it (skipkv beside skipkv-cal, seal beside seal-cal)");
       sub.add_flag("-q,--quiet", o->quiet, "No progress on stderr");
       return [o]() { return RunDemo(*o); };

@@ -91,5 +91,31 @@ TEST(TestbedDemo, MethodsWithoutSteeringShareTheFileWithSeal) {
   EXPECT_EQ(rows["rkv"], 2);
 }
 
+// --testbed 2 runs testbed v2: its model and test split (testbed2), its own steering vector (SEAL runs)
+// and its calibrated presets (data/presets/testbed2-calibrated.json: seal-cal, skipkv-cal), and says so.
+TEST(TestbedDemo, TestbedTwoUsesItsOwnModelVectorAndPresets) {
+  const std::string dir = e2e::TestDir("testbed_demo_v2");
+  const std::string rows_path = dir + "/demo.jsonl";
+  const auto r = e2e::RunSkipkv(dir, {"demo", "--testbed", "2", "--limit", "2", "--methods", "skipkv", "--fractions",
+                                      "0.5", "-t", "1", "-o", rows_path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("testbed2 problems"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("models/testbed-v2/steer_vector.gguf"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("presets/testbed2-calibrated.json"), std::string::npos) << r.out;
+  std::map<std::string, int> rows;
+  std::istringstream in(e2e::ReadAll(rows_path));
+  for (std::string line; std::getline(in, line);) {
+    const auto row = nlohmann::json::parse(line);
+    ++rows[row.at("method")];
+    EXPECT_EQ(row.at("dataset"), "testbed2");
+    EXPECT_NE(row.at("problem").get<std::string>().find("testbed2"), std::string::npos) << row.at("problem");
+  }
+  for (const char* m : {"fullkv", "seal", "seal-cal", "skipkv", "skipkv-cal"}) EXPECT_EQ(rows[m], 2) << m;
+
+  const auto bad = e2e::RunSkipkv(dir, {"demo", "--testbed", "3", "-q", "-o", dir + "/bad.jsonl"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--testbed (3) must be 1 or 2"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace skipkv
