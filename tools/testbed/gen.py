@@ -109,28 +109,15 @@ def fact_line(k, nxt, v):
 
 
 def make_problem(rng, n_facts, n_steps):
-    """Returns (prompt, trace, answer, kinds); kinds[i] is the kind of trace line i.
-
-    The walk's cycle holds between half and all of the n_facts names; the others link among themselves
-    (distractors). Facts are listed in random order."""
-    ns = names(rng, n_facts)
-    c = rng.randint((n_facts + 1) // 2, n_facts)
-    cyc, rest = ns[:c], ns[c:]
-    nxt = {cyc[i]: cyc[(i + 1) % c] for i in range(c)}
-    for i, k in enumerate(rest):
-        nxt[k] = rest[(i + 1) % len(rest)]
-    fact = {k: rng.randint(1, 9) for k in ns}
-    order = ns[:]
-    rng.shuffle(order)
-    prompt = ("Facts:\n" + "".join(fact_line(k, nxt[k], fact[k]) + "\n" for k in order)
-              + f"Task: start at {cyc[0]}, {n_steps} steps.\n<think>\n")
+    """Returns (prompt, trace, answer, kinds); kinds[i] is the kind of trace line i (format 3)."""
+    prompt, start, nxt, fact = walk(rng, n_facts, n_steps)
     lines, kinds = [], []
 
     def say(s, kind):
         lines.append(s)
         kinds.append(kind)
 
-    acc, cur, seen = 0, cyc[0], set()
+    acc, cur, seen = 0, start, set()
     for left in range(n_steps - 1, -1, -1):
         if cur in seen:
             say(f"Wait, {cur} was used before.", "wait")
@@ -158,7 +145,10 @@ TERMS4 = (10, 32)  # format 4's default walk lengths (its lines are longer than 
 
 
 def walk(rng, n_facts, n_steps):
-    """The problem of format 3 (same prompt, same draws): returns (prompt, start, nxt, fact)."""
+    """A problem's prompt and its walk (the draws of formats 3 and 4): returns (prompt, start, nxt, fact).
+
+    The walk's cycle holds between half and all of the n_facts names; the others link among themselves
+    (distractors). Facts are listed in random order."""
     ns = names(rng, n_facts)
     c = rng.randint((n_facts + 1) // 2, n_facts)
     cyc, rest = ns[:c], ns[c:]
