@@ -212,8 +212,7 @@ int RunCalibrate(const CalibrateOptions& o) {
   // The dataset: a validation split, never a test split.
   auto spec = eval::ResolveDataset(o.dataset, o.data_dir, o.question_field, o.answer_field, o.id_field);
   if (!spec.ok()) return Fail(spec.status().message());
-  const bool benchmark = spec->name == "gsm8k" || spec->name == "math500" || spec->name == "aime24" ||
-                         spec->name == "testbed" || spec->name == "testbed2";
+  const bool benchmark = spec->reported_split;
   if (benchmark || NamedTest(spec->path)) {
     const std::string why = "--dataset " + o.dataset + " (" + spec->path + ") is " +
                             (benchmark ? "a benchmark the results are reported on" : "named as a test split");

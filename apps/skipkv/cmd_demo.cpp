@@ -1,6 +1,7 @@
 // `skipkv demo`: every KV method on the embedded testbed (issue 13 item 5).
 //
-//   skipkv demo [--testbed 1|2] [--limit 40] [--batch-size 8] [--fractions 0.2,0.35,0.5] [-o skipkv-demo.jsonl]
+//   skipkv demo [--testbed 1|2] [--limit 40] [--batch-size 8] [--fractions 0.2,0.35,0.5]
+//               [-o skipkv-demo.jsonl]
 //
 // --testbed picks the instrument: 1, the embedded testbed (":testbed:", dataset
 // testbed); 2, testbed v2 (issue 39: optional Wait lines, recovery from lost
@@ -47,8 +48,8 @@ namespace skipkv::cli {
 namespace {
 
 struct DemoOptions {
-  int testbed = 1;        // 1: the embedded testbed; 2: testbed v2 (files in data_dir)
-  std::string model;      // empty: the --testbed's own model
+  int testbed = 1;    // 1: the embedded testbed; 2: testbed v2 (files in data_dir)
+  std::string model;  // empty: the --testbed's own model
   int threads = 0;
   std::string data_dir = eval::DefaultDataDir();
   int64_t limit = 40;
@@ -78,13 +79,15 @@ struct TestbedFiles {
 TestbedFiles TestbedFor(const DemoOptions& o) {
   if (o.testbed == 2)
     return {o.data_dir + "/models/testbed-v2/testbed.gguf", "testbed2",
-            o.data_dir + "/models/testbed-v2/steer_vector.gguf", o.data_dir + "/presets/testbed2-calibrated.json"};
+            o.data_dir + "/models/testbed-v2/steer_vector.gguf",
+            o.data_dir + "/presets/testbed2-calibrated.json"};
   return {":testbed:", "testbed", o.data_dir + "/models/testbed/steer_vector.gguf",
           o.data_dir + "/presets/testbed-calibrated.json"};
 }
 
-// Whether the model is the --testbed's own (its vector and presets fit it).
-bool OwnModel(const DemoOptions& o) { return o.model.empty() || o.model == TestbedFor(o).model; }
+// Whether the model (RunDemo has filled in the default) is the --testbed's
+// own: its vector and presets fit it.
+bool OwnModel(const DemoOptions& o) { return o.model == TestbedFor(o).model; }
 
 // The steering vector the demo uses: --steer FILE, none, or (auto) the
 // testbed's own beside the data when the model is the testbed's own.
@@ -167,7 +170,8 @@ void PrintTable(const std::vector<nlohmann::json>& summary, double full_len) {
 }
 
 int RunDemo(DemoOptions& o) {
-  if (o.testbed != 1 && o.testbed != 2) return Fail("--testbed (" + std::to_string(o.testbed) + ") must be 1 or 2");
+  if (o.testbed != 1 && o.testbed != 2)
+    return Fail("--testbed (" + std::to_string(o.testbed) + ") must be 1 or 2");
   const TestbedFiles testbed = TestbedFor(o);
   if (o.model.empty()) o.model = testbed.model;
   if (o.testbed == 2 && o.model == testbed.model && !std::filesystem::exists(o.model))
@@ -242,8 +246,7 @@ int RunDemo(DemoOptions& o) {
   if (!o.quiet)
     std::fprintf(stderr, "skipkv demo: %s, %zu %s problems, batch %d, %s batches, steering %s -> %s\n",
                  (*engine)->info().name.c_str(), c.problems.size(), testbed.dataset.c_str(), o.batch_size,
-                 o.pad_policy.c_str(),
-                 steering->enabled ? steering->file.c_str() : "none", o.output.c_str());
+                 o.pad_policy.c_str(), steering->enabled ? steering->file.c_str() : "none", o.output.c_str());
   if (!o.presets.entries().empty()) {
     std::vector<std::string> ran = methods;
     ran.insert(ran.end(), full_methods.begin(), full_methods.end());
@@ -285,20 +288,22 @@ int RunDemo(DemoOptions& o) {
 }
 
 CommandRegistrar reg(
-    "demo", "Every KV method on the testbed (embedded v1, or v2): accuracy, length and KV memory at three budgets",
+    "demo",
+    "Every KV method on the testbed (embedded v1, or v2): accuracy, length and KV memory at three budgets",
     [](CLI::App& sub) {
       auto o = std::make_shared<DemoOptions>();
       sub.add_option("--testbed", o->testbed,
                      "Which testbed: 1, the embedded one (:testbed:, dataset testbed); 2, testbed v2 "
-                     "(DATA_DIR/models/testbed-v2/testbed.gguf, dataset testbed2: optional Wait lines, recovery "
-                     "from lost facts; its own vector and DATA_DIR/presets/testbed2-calibrated.json)")
+                     "(DATA_DIR/models/testbed-v2/testbed.gguf, dataset testbed2: optional Wait lines, "
+                     "recovery from lost facts; its own vector and "
+                     "DATA_DIR/presets/testbed2-calibrated.json)")
           ->capture_default_str();
       sub.add_option("-m,--model", o->model,
                      "Model (default: the --testbed's own; any model trained on that testbed's task)");
       sub.add_option("-t,--threads", o->threads, "Worker threads (0 = all cores)")->capture_default_str();
       sub.add_option("--data-dir", o->data_dir,
-                     "Where the testbed's test split (datasets/testbed_test.jsonl, testbed2_test.jsonl), testbed "
-                     "v2's model and the calibrated presets live")
+                     "Where the testbed's test split (datasets/testbed_test.jsonl, testbed2_test.jsonl), "
+                     "testbed v2's model and the calibrated presets live")
           ->capture_default_str();
       sub.add_option("--limit", o->limit, "Test problems to run (each split has 500)")->capture_default_str();
       sub.add_option("--batch-size", o->batch_size, "Requests per batch")->capture_default_str();
@@ -315,17 +320,18 @@ CommandRegistrar reg(
       sub.add_option("-o,--output", o->output, "Results JSONL (appended; a rerun resumes)")
           ->capture_default_str();
       sub.add_option("--steer", o->steer,
-                     "Steering vector: auto (the testbed's own, DATA_DIR/models/testbed[-v2]/steer_vector.gguf, "
-                     "when the model is the testbed's), none, or a control-vector GGUF. With one, SEAL runs beside FullKV and "
-                     "skipkv steers with SkipKV's adaptive strength")
+                     "Steering vector: auto (the testbed's own, DATA_DIR/models/testbed[-v2]/"
+                     "steer_vector.gguf, when the model is the testbed's), none, or a control-vector GGUF. "
+                     "With one, SEAL runs beside FullKV and skipkv steers with SkipKV's adaptive strength")
           ->capture_default_str();
       sub.add_option("--steer-layer", o->steer_layer, "Direction l of the vector, added at the output of layer l (docs/steering.md)")
           ->capture_default_str();
       sub.add_option("--steer-coef", o->steer_coef, "SEAL's fixed strength")->capture_default_str();
       o->presets.Add(sub,
                      ". Default: DATA_DIR/presets/testbed-calibrated.json (τ and α0 calibrated on the testbed's "
-                     "validation split; testbed2-calibrated.json for --testbed 2) when the model is the testbed's; each method then runs beside the file's "
-                     "presets built on it (skipkv beside skipkv-cal, seal beside seal-cal)");
+                     "validation split; testbed2-calibrated.json for --testbed 2) when the model is the "
+                     "testbed's; each method then runs beside the file's presets built on it (skipkv beside "
+                     "skipkv-cal, seal beside seal-cal)");
       sub.add_flag("-q,--quiet", o->quiet, "No progress on stderr");
       return [o]() { return RunDemo(*o); };
     });

@@ -24,6 +24,7 @@ struct Bundled {
   const char* id;
   int64_t max_length;
   bool plain_prompt = false;
+  bool validation = false;  // a calibration split, not one results are reported on
 };
 
 // Field names as R-KV's run_math.py reads them (math: `answer`, which agrees
@@ -36,12 +37,12 @@ constexpr Bundled kBundled[] = {
     {"testbed", "testbed_test.jsonl", "prompt", "answer", "id", 1536, true},
     // Its validation split (gen.py --split val --n 200 --seed 1; no prompt shared with the test split),
     // for `skipkv calibrate`.
-    {"testbed-val", "testbed_val.jsonl", "prompt", "answer", "id", 1536, true},
+    {"testbed-val", "testbed_val.jsonl", "prompt", "answer", "id", 1536, true, true},
     // Testbed v2 (gen.py --fmt 4: a blank line after every trace line, optional Wait / Alternatively lines,
     // checkpoints, trained with simulated eviction; reference traces of 166-907 tokens): test split and
     // its validation split (--seed 1), for data/models/testbed-v2/testbed.gguf.
     {"testbed2", "testbed2_test.jsonl", "prompt", "answer", "id", 1536, true},
-    {"testbed2-val", "testbed2_val.jsonl", "prompt", "answer", "id", 1536, true},
+    {"testbed2-val", "testbed2_val.jsonl", "prompt", "answer", "id", 1536, true, true},
 };
 
 }  // namespace
@@ -73,6 +74,7 @@ StatusOr<DatasetSpec> ResolveDataset(const std::string& name_or_path, const std:
       spec = {b.name,     (std::filesystem::path(data_dir) / "datasets" / b.file).string(),
               b.question, b.answer,
               b.id,       b.max_length, b.plain_prompt};
+      spec.reported_split = !b.validation;
       found = true;
     }
   }

@@ -26,6 +26,9 @@ struct DatasetSpec {
   // The question field is the whole prompt (PromptStyle::kPlain by default):
   // the testbed's problems, which end with "<think>\n".
   bool plain_prompt = false;
+  // A bundled split results are reported on (every bundled one but the
+  // validation splits testbed-val, testbed2-val): `skipkv calibrate` refuses it.
+  bool reported_split = false;
   // LiveCodeBench code-generation rows (detected from the first row's
   // question_content and public_test_cases): the question is LcbPrompt, the
   // samples are graded by running the extracted program (code_grader.h).

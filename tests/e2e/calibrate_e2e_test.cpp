@@ -189,6 +189,11 @@ TEST(CalibrateE2e, RefusesTestSplits) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("validation split"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--allow-test-split"), std::string::npos) << r.err;
+  r = e2e::RunSkipkv(dir, {"calibrate", "--dataset", "testbed2", "--model",
+                           std::string(SKIPKV_DATA_DIR) + "/models/testbed-v2/testbed.gguf", "--limit", "2",
+                           "-o", dir + "/a2.json"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("a benchmark the results are reported on"), std::string::npos) << r.err;
   // A file with "test" as a word of its name.
   const std::string copy = dir + "/my_test.jsonl";
   std::ofstream(copy) << e2e::ReadAll(std::string(SKIPKV_DATA_DIR) + "/datasets/testbed_val.jsonl");

@@ -96,8 +96,8 @@ TEST(TestbedDemo, MethodsWithoutSteeringShareTheFileWithSeal) {
 TEST(TestbedDemo, TestbedTwoUsesItsOwnModelVectorAndPresets) {
   const std::string dir = e2e::TestDir("testbed_demo_v2");
   const std::string rows_path = dir + "/demo.jsonl";
-  const auto r = e2e::RunSkipkv(dir, {"demo", "--testbed", "2", "--limit", "2", "--methods", "skipkv", "--fractions",
-                                      "0.5", "-t", "1", "-o", rows_path});
+  const auto r = e2e::RunSkipkv(dir, {"demo", "--testbed", "2", "--limit", "2", "--methods", "skipkv",
+                                      "--fractions", "0.5", "-t", "1", "-o", rows_path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("testbed2 problems"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("models/testbed-v2/steer_vector.gguf"), std::string::npos) << r.err;

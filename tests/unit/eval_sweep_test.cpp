@@ -71,11 +71,13 @@ TEST(EvalDatasetTest, TestbedV2DatasetsLoadAndGrade) {
     const char* name;
     size_t rows;
     const char* id_prefix;
+    bool reported;  // a split results are reported on (calibrate refuses it)
   };
-  for (const Expect& e :
-       {Expect{"testbed2", 500, "testbed2-test-"}, Expect{"testbed2-val", 200, "testbed2-val-"}}) {
+  for (const Expect& e : {Expect{"testbed2", 500, "testbed2-test-", true},
+                          Expect{"testbed2-val", 200, "testbed2-val-", false}}) {
     auto spec = ResolveDataset(e.name, SKIPKV_DATA_DIR);
     ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_EQ(spec->reported_split, e.reported) << e.name;
     EXPECT_EQ(spec->max_gen, 1536) << e.name;
     EXPECT_TRUE(spec->plain_prompt) << e.name;
     auto ds = LoadDataset(*spec, false);
