@@ -9,12 +9,20 @@
 #   4. scripts/bench_ab.py, llama.cpp's llama-bench against skipkv with
 #      SKIPKV_AMX=1, alternated, pp512 and tg32 at 16, 8, 4 and 2 threads, two
 #      rounds per file;
-#   5. skipkv's read bandwidth and decode per thread count, and pp512 with
+#   5. decode at 1 and 4 threads, llama.cpp against skipkv's variants (the
+#      default dispatch, SKIPKV_SIMD=avx2, --weights map, SKIPKV_AMX=1),
+#      alternated: which of ISA path, page size and AMX the per-core decode
+#      gap of issue 40 (0.41x at 1 thread) follows;
+#   6. skipkv's read bandwidth and decode per thread count, and pp512 with
 #      AMX off, if time is left.
 # Each step checks the time left and is skipped (saying so) when it would not
-# fit; every result is written to OUTDIR as it is made.
+# fit; every result is written to OUTDIR as it is made. One device command
+# runs at most 10 minutes, so STEPS picks the steps of this call, a comma list
+# of tests, amx, ab_q8_0, ab_q4_k_m, decode, bandwidth, pp_no_amx (default:
+# all, in that order); e.g. a first call with tests,amx,ab_q8_0 and a second
+# with ab_q4_k_m,decode.
 #
-# Usage: scripts/intel_protocol.sh BUNDLE.tar.xz LLAMA_BENCH OUTDIR [SECONDS]
+# Usage: scripts/intel_protocol.sh BUNDLE.tar.xz LLAMA_BENCH OUTDIR [SECONDS [STEPS]]
 #   BUNDLE.tar.xz  made by scripts/device_bundle.sh
 #   LLAMA_BENCH    path of llama.cpp's llama-bench, built on that machine with
 #                  -DGGML_NATIVE=ON (nothing of llama.cpp is part of this
@@ -23,10 +31,17 @@
 #   SECONDS        the budget (default 540)
 set -u
 if [ $# -lt 3 ]; then
-  echo "usage: scripts/intel_protocol.sh BUNDLE.tar.xz LLAMA_BENCH OUTDIR [SECONDS]" >&2
+  echo "usage: scripts/intel_protocol.sh BUNDLE.tar.xz LLAMA_BENCH OUTDIR [SECONDS [STEPS]]" >&2
   exit 2
 fi
 bundle=$1 lb=$2 out=$3 budget=${4:-540}
+steps=${5:-tests,amx,ab_q8_0,ab_q4_k_m,decode,bandwidth,pp_no_amx}
+for s in ${steps//,/ }; do
+  case $s in tests | amx | ab_q8_0 | ab_q4_k_m | decode | bandwidth | pp_no_amx) ;;
+    *) echo "intel_protocol.sh: unknown step '$s' in STEPS '$steps'" >&2; exit 2 ;;
+  esac
+done
+want() { [[ ",$steps," == *",$1,"* ]]; }
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
 start=$SECONDS
@@ -56,16 +71,18 @@ m1=$!
   -o "$d/r1q4.gguf" -q -t 4 &
 m2=$!
 
-say "kernel tests"
-"${sk[@]}" "$d/kernels_matmul_amx_test" > "$out/amx_test.txt" 2>&1
-echo "kernels_matmul_amx_test: exit $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |not run here|element" "$out/amx_test.txt" | head -12
-SKIPKV_AMX=1 "${sk[@]}" "$d/kernels_matmul_test" > "$out/matmul_test.txt" 2>&1
-echo "kernels_matmul_test with SKIPKV_AMX=1: exit $?"; grep -E "^\[  (PASSED|FAILED) " "$out/matmul_test.txt" | head -12
+if want tests; then
+  say "kernel tests"
+  "${sk[@]}" "$d/kernels_matmul_amx_test" > "$out/amx_test.txt" 2>&1
+  echo "kernels_matmul_amx_test: exit $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |not run here|element" "$out/amx_test.txt" | head -12
+  SKIPKV_AMX=1 "${sk[@]}" "$d/kernels_matmul_test" > "$out/matmul_test.txt" 2>&1
+  echo "kernels_matmul_test with SKIPKV_AMX=1: exit $?"; grep -E "^\[  (PASSED|FAILED) " "$out/matmul_test.txt" | head -12
+fi
 
 wait $m1 $m2
 say "models: $(ls -l "$d"/r1q8.gguf "$d"/r1q4.gguf 2>&1 | awk '{print $5, $NF}' | tr '\n' ' ')"
 
-if [ "$(left)" -gt 60 ]; then
+if want amx && [ "$(left)" -gt 60 ]; then
   say "bench_amx"
   timeout $(($(left) - 40)) "${sk[@]}" "$d/bench_amx" > "$out/bench_amx.txt" 2>&1
   grep -E "^BM_" "$out/bench_amx.txt" | awk '{print $1, $(NF-3), $(NF-2), $(NF-1), $NF}'
@@ -82,16 +99,32 @@ ab() {  # ab NAME MODEL
   echo "bench_ab.py: exit $?"
   cat "$out/ab_$1.md"
 }
-ab q8_0 "$d/r1q8.gguf"
-ab q4_k_m "$d/r1q4.gguf"
+want ab_q8_0 && ab q8_0 "$d/r1q8.gguf"
+want ab_q4_k_m && ab q4_k_m "$d/r1q4.gguf"
 
-if [ "$(left)" -gt 45 ]; then
+if want decode; then
+  if [ ! -x "$lb" ]; then say "skip decode: no llama-bench at $lb"
+  elif [ "$(left)" -lt 60 ]; then say "skip decode: $(left) s left"
+  else
+    say "decode at 1 and 4 threads: llama.cpp, skipkv default, avx2, --weights map, SKIPKV_AMX=1"
+    sk_e() { echo "-e $1=skipkv:$d/skipkv --env $1=LD_LIBRARY_PATH=$d/lib --args $1=--bandwidth-gbs=1"; }
+    # shellcheck disable=SC2046  # the engine options are meant to split into words
+    timeout $(($(left) - 10)) python3 scripts/bench_ab.py -e llama=llama:"$lb" $(sk_e sk) $(sk_e sk_avx2) \
+      $(sk_e sk_map) $(sk_e sk_amx) --env sk_avx2=SKIPKV_SIMD=avx2 --args sk_map="--weights map" \
+      --env sk_amx=SKIPKV_AMX=1 -m "$d/r1q8.gguf" -t 1,4 -p 0 -n 16 -r 1 --rounds 2 \
+      --jsonl "$out/decode.jsonl" > "$out/decode.md" 2> "$out/decode.err"
+    echo "bench_ab.py: exit $?"
+    cat "$out/decode.md"
+  fi
+fi
+
+if want bandwidth && [ "$(left)" -gt 45 ]; then
   say "read bandwidth and decode per thread count"
   timeout $(($(left) - 20)) "${sk[@]}" "$d/skipkv" bench -m "$d/r1q8.gguf" -p 0 -n 16 -r 1 -t 16,8,4,2,1 \
     > "$out/bandwidth.txt" 2>&1
   grep -E "read bandwidth|tg16|AMX" "$out/bandwidth.txt"
 fi
-if [ "$(left)" -gt 25 ]; then
+if want pp_no_amx && [ "$(left)" -gt 25 ]; then
   say "pp512 with AMX off"
   timeout $(($(left) - 5)) "${sk[@]}" "$d/skipkv" bench -m "$d/r1q8.gguf" -p 512 -n 0 -r 1 -t 16,4 \
     > "$out/pp_no_amx.txt" 2>&1
