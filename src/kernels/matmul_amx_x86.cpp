@@ -1,4 +1,4 @@
-// Q8_0-weight products on Intel AMX (Sapphire Rapids and later): TDPBSSD
+// Q8_0- and Q4_K-weight products on Intel AMX (Sapphire Rapids and later): TDPBSSD
 // multiplies a 16 x 32 int8 tile of weights by a 32 x 16 int8 tile of
 // activations into 16 x 16 exact int32 block sums in one instruction, where
 // AVX-512 VNNI needs 16 instructions and leaves 4-element lanes to add up.
@@ -18,12 +18,40 @@
 // AMX's VNNI layout (8 rows of 64 bytes, B[k][4t + j] = q[token t][4k + j],
 // absent tokens zero), then the group's 16 f32 scales per block.
 //
+// Q4_K weights (the bulk of a Q4_K_M file) take TDPBUSD (u8 x s8): a 16 x 32
+// tile of unpacked nibbles (0..15) of one 32-element sub-block of 16 rows
+// times the sub-block's 32 Q8_K quants of 16 tokens. Numerics, again one
+// formulation for every token count, tile and thread count: activations are
+// quantised to Q8_K exactly as for the AVX-512 kernel (QuantizeQ8K: d f32,
+// qs in [-127, 127], bsums of 16). Per 256-superblock b of a weight row, in
+// order,
+//   S_b = sum_s sc_s * isum_s           (exact int32; isum_s = the exact int32
+//                                        dot of sub-block s's 32 nibbles with
+//                                        the token's 32 quants)
+//   M_b = sum_s m_s * (bsums[2s] + bsums[2s + 1])                (exact int32)
+//   acc = fma(float(S_b), d_w * d_a, acc)
+//   acc = fma(float(M_b), -(dmin_w * d_a), acc)
+// with sc_s, m_s the 6-bit scales and mins (get_scale_min_k4), d_w, dmin_w the
+// superblock's f16 scales as f32, d_a the token's Q8_K scale; products of two
+// floats are rounded to f32, float(int32) rounds to nearest even. The
+// AVX-512 kernel sums in other orders (8 float lanes, a separate min
+// accumulator), so the two agree to float rounding, not bit for bit.
+// int32 ranges: |isum_s| <= 32 * 15 * 127 = 60,960 (also each TDPBUSD
+// partial sum); |S_b| <= 8 * 63 * 60,960 = 30,723,840; |bsums[2s] +
+// bsums[2s + 1]| <= 32 * 127 = 4,064 (fits int16); |M_b| <= 8 * 63 * 4,064 =
+// 2,048,256: all far below 2^31.
+// Layout: per 16-row group the nibbles are unpacked once (for each block of
+// token groups, see Q4KAmxRows) into [superblock][sub-block][16 rows][32]
+// bytes and the scales, mins, d and dmin into small tables; activations are
+// ActFormat::kQ8KTiles (simd_internal.h), scattered from QuantizeQ8K's blocks.
+//
 // Dispatch: opt-in with SKIPKV_AMX=1 until the path has been measured and its
 // tests run on an AMX machine (BENCHMARKS.md, "Intel AMX"); then on when the
 // CPU has AMX-TILE and AMX-INT8, Linux grants the tile data state (arch_prctl
 // ARCH_REQ_XCOMP_PERM, Linux 5.16+) and the Highway dispatch runs AVX3_DL
-// (SKIPKV_SIMD caps turn it off too). Tests may run the same kernel on
-// software tiles (TDPBSSD's definition in scalar code) on any AVX-512 CPU, and
+// (SKIPKV_SIMD caps turn it off too); both types at once. Tests may run the
+// same kernels on software tiles (TDPBSSD's and TDPBUSD's definitions in
+// scalar code) on any AVX-512 CPU, and
 // on real tiles wherever they are usable, whatever SKIPKV_AMX says. Other
 // architectures and compilers compile stubs.
 #include "kernels/simd_internal.h"
@@ -126,6 +154,15 @@ struct HardTiles {
     _tile_dpbssd(0, 1, 2);
     _tile_stored(0, c, 64);
   }
+  // The same with unsigned weights (TDPBUSD): w[i * w_stride + k] in 0..255.
+  static SKIPKV_AMX_ATTR inline void BlockDotU8(const uint8_t* w, size_t w_stride, const int8_t* b,
+                                                int32_t* c) {
+    _tile_zero(0);
+    _tile_loadd(1, w, w_stride);
+    _tile_loadd(2, b, 64);
+    _tile_dpbusd(0, 1, 2);
+    _tile_stored(0, c, 64);
+  }
 };
 
 // TDPBSSD's definition in scalar code, for tests on CPUs without AMX.
@@ -138,6 +175,20 @@ struct SoftTiles {
         int32_t s = 0;
         for (int k = 0; k < 8; ++k) {
           for (int j = 0; j < 4; ++j) s += int32_t{w[i * w_stride + 4 * k + j]} * int32_t{b[k * 64 + 4 * t + j]};
+        }
+        c[i * 16 + t] = s;
+      }
+    }
+  }
+  // TDPBUSD: the weights as unsigned bytes, the activations signed.
+  static SKIPKV_AMX_ATTR inline void BlockDotU8(const uint8_t* w, size_t w_stride, const int8_t* b,
+                                                int32_t* c) {
+    for (int i = 0; i < 16; ++i) {
+      for (int t = 0; t < 16; ++t) {
+        int32_t s = 0;
+        for (int k = 0; k < 8; ++k) {
+          for (int j = 0; j < 4; ++j)
+            s += int32_t{w[i * w_stride + 4 * k + j]} * int32_t{b[k * 64 + 4 * t + j]};
         }
         c[i * 16 + t] = s;
       }
@@ -202,6 +253,130 @@ SKIPKV_AMX_ATTR void AmxRows(const MatArgs& a, int64_t r0, int64_t r1) {
   Tiles::Release();
 }
 
+// Q4_K's 12 scale bytes -> the 8 6-bit scales and mins (get_scale_min_k4).
+void UnpackScalesMins(const uint8_t* q, uint8_t* sc, uint8_t* m) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = q[j] & 63;
+    m[j] = q[j + 4] & 63;
+  }
+  for (int j = 4; j < 8; ++j) {
+    sc[j] = static_cast<uint8_t>((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
+    m[j] = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+// Per 16-row group of Q4_K weights, unpacked once and read by every token
+// group: nib[(b * 8 + s) * 512 + i * 32 + l] = element 32 s + l of row i's
+// superblock b (an A tile, stride 32); sc[(i * nsb + b) * 8 + s] the scales
+// as int32; mpair[(i * nsb + b) * 4 + p] = m_{2p} | m_{2p + 1} << 16 (the
+// int16 pair vpmaddwd takes); d, dmin[i * nsb + b] as f32. Rows past m
+// (a partial group) are zero.
+struct Q4KRowGroup {
+  std::vector<uint8_t> nib;
+  std::vector<int32_t> sc, mpair;
+  std::vector<float> d, dmin;
+};
+
+SKIPKV_AMX_ATTR void UnpackQ4KRows(const uint8_t* w, size_t w_row_bytes, int64_t m, int64_t nsb,
+                                   Q4KRowGroup& g) {
+  g.nib.assign(static_cast<size_t>(nsb) * 8 * 512, 0);
+  g.sc.assign(static_cast<size_t>(kGroup * nsb * 8), 0);
+  g.mpair.assign(static_cast<size_t>(kGroup * nsb * 4), 0);
+  g.d.assign(static_cast<size_t>(kGroup * nsb), 0.f);
+  g.dmin.assign(static_cast<size_t>(kGroup * nsb), 0.f);
+  const __m256i lo4 = _mm256_set1_epi8(0x0f);
+  for (int64_t i = 0; i < m; ++i) {
+    const auto* blocks = reinterpret_cast<const BlockQ4_K*>(w + static_cast<size_t>(i) * w_row_bytes);
+    for (int64_t b = 0; b < nsb; ++b) {
+      const BlockQ4_K& blk = blocks[b];
+      const size_t ib = static_cast<size_t>(i * nsb + b);
+      g.d[ib] = _cvtsh_ss(blk.d);
+      g.dmin[ib] = _cvtsh_ss(blk.dmin);
+      uint8_t sc[8], mn[8];
+      UnpackScalesMins(blk.scales, sc, mn);
+      for (int s = 0; s < 8; ++s) g.sc[ib * 8 + s] = sc[s];
+      for (int p = 0; p < 4; ++p) g.mpair[ib * 4 + p] = int32_t{mn[2 * p]} | (int32_t{mn[2 * p + 1]} << 16);
+      // 64-element chunk c: low nibbles = sub-block 2c, high nibbles = 2c + 1.
+      for (int c = 0; c < 4; ++c) {
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * c));
+        uint8_t* lo = g.nib.data() + static_cast<size_t>(b * 8 + 2 * c) * 512 + i * 32;
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo), _mm256_and_si256(q, lo4));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo + 512),
+                            _mm256_and_si256(_mm256_srli_epi16(q, 4), lo4));
+      }
+    }
+  }
+}
+
+// Q4_K rows [r0, r1) x every token (see the file comment), blocked as
+// AmxRows: token groups in blocks of about 1 MiB of activations, row groups
+// inner, so a row group is unpacked once per block of token groups (once for
+// any batch of up to 16 * floor(1 MiB / (4,416 bytes * nsb)) tokens: 624 at 1,536
+// inputs).
+template <class Tiles>
+SKIPKV_AMX_ATTR void Q4KAmxRows(const MatArgs& a, int64_t r0, int64_t r1) {
+  const int64_t nsb = a.in / kQK_K;
+  const int64_t groups = (a.n + kGroup - 1) / kGroup;
+  const size_t group_bytes = ActBytes(ActFormat::kQ8KTiles, a.in, kGroup);
+  thread_local Q4KRowGroup rg;
+  alignas(64) int32_t c[8 * kGroup * kGroup];  // [sub-block][row][token]
+  alignas(64) float out[kGroup * kGroup];
+  const int64_t groups_per_block =
+      std::max<int64_t>(1, static_cast<int64_t>((size_t{1} << 20) / group_bytes));
+  Tiles::Configure();
+  for (int64_t gb = 0; gb < groups; gb += groups_per_block) {
+    const int64_t ge = std::min(groups, gb + groups_per_block);
+    for (int64_t r = r0; r < r1; r += kGroup) {
+      const int64_t m = std::min<int64_t>(kGroup, r1 - r);
+      UnpackQ4KRows(a.w + static_cast<size_t>(r) * a.w_row_bytes, a.w_row_bytes, m, nsb, rg);
+      for (int64_t g = gb; g < ge; ++g) {
+        const uint8_t* act = a.act + static_cast<size_t>(g) * group_bytes;
+        __m512 acc[kGroup];
+        for (int i = 0; i < kGroup; ++i) acc[i] = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nsb; ++b) {
+          const uint8_t* sb = act + static_cast<size_t>(b) * kQ8KTileSuperBytes;
+          for (int s = 0; s < 8; ++s) {
+            Tiles::BlockDotU8(rg.nib.data() + static_cast<size_t>(b * 8 + s) * 512, 32,
+                              reinterpret_cast<const int8_t*>(sb + s * 512), c + s * kGroup * kGroup);
+          }
+          const __m512 da = _mm512_load_ps(reinterpret_cast<const float*>(sb + 8 * 512));
+          const auto* bsum = reinterpret_cast<const __m512i*>(sb + 8 * 512 + 64);  // 4 pairs x 16 tokens
+          const __m512i bs0 = _mm512_load_si512(bsum), bs1 = _mm512_load_si512(bsum + 1);
+          const __m512i bs2 = _mm512_load_si512(bsum + 2), bs3 = _mm512_load_si512(bsum + 3);
+          for (int i = 0; i < kGroup; ++i) {
+            const size_t ib = static_cast<size_t>(i * nsb + b);
+            const int32_t* sc = rg.sc.data() + ib * 8;
+            __m512i sum = _mm512_setzero_si512();
+            for (int s = 0; s < 8; ++s) {
+              sum =
+                  _mm512_add_epi32(sum, _mm512_mullo_epi32(_mm512_set1_epi32(sc[s]),
+                                                           _mm512_load_si512(c + (s * kGroup + i) * kGroup)));
+            }
+            const int32_t* mp = rg.mpair.data() + ib * 4;
+            const __m512i msum =
+                _mm512_add_epi32(_mm512_add_epi32(_mm512_madd_epi16(_mm512_set1_epi32(mp[0]), bs0),
+                                                  _mm512_madd_epi16(_mm512_set1_epi32(mp[1]), bs1)),
+                                 _mm512_add_epi32(_mm512_madd_epi16(_mm512_set1_epi32(mp[2]), bs2),
+                                                  _mm512_madd_epi16(_mm512_set1_epi32(mp[3]), bs3)));
+            const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(rg.d[ib]), da);
+            const __m512 dm = _mm512_mul_ps(_mm512_set1_ps(rg.dmin[ib]), da);
+            // fnmadd(M, dm, acc) = round(acc - M * dm) = fma(M, -dm, acc). (maskz: as AmxRows.)
+            acc[i] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, sum), dd, acc[i]);
+            acc[i] = _mm512_fnmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, msum), dm, acc[i]);
+          }
+        }
+        for (int i = 0; i < kGroup; ++i) _mm512_store_ps(out + kGroup * i, acc[i]);
+        const int64_t t0 = g * kGroup, tn = std::min<int64_t>(kGroup, a.n - t0);
+        for (int64_t t = 0; t < tn; ++t) {
+          float* yt = a.y + (t0 + t) * a.y_stride + r;
+          for (int64_t i = 0; i < m; ++i) yt[i] = out[i * kGroup + t];
+        }
+      }
+    }
+  }
+  Tiles::Release();
+}
+
 }  // namespace
 
 AmxMode Q8_0AmxMode() {
@@ -226,8 +401,10 @@ void ResetAmxModeForTesting() { g_forced_mode.store(-1, std::memory_order_relaxe
 
 std::string AmxStatus() {
   switch (Q8_0AmxMode()) {
-    case AmxMode::kTiles: return "on";
-    case AmxMode::kSoftware: return "software tiles (testing)";
+    case AmxMode::kTiles:
+      return "on (Q8_0, Q4_K weights)";
+    case AmxMode::kSoftware:
+      return "software tiles (testing; Q8_0, Q4_K weights)";
     case AmxMode::kOff: break;
   }
   if (!AmxUnavailableReason().empty()) return "off (" + AmxUnavailableReason() + ")";
@@ -258,6 +435,38 @@ void Q8_0AmxRows(const MatArgs& a, int64_t r0, int64_t r1) {
   SKIPKV_CHECK_MSG(false, "Q8_0AmxRows: AMX is off");
 }
 
+void ScatterQ8KTiles(const BlockQ8_K* blocks, int64_t in, int64_t t, uint8_t* out) {
+  const int64_t nsb = in / kQK_K;
+  uint8_t* group = out + static_cast<size_t>(t / kGroup) * ActBytes(ActFormat::kQ8KTiles, in, kGroup);
+  const int col = static_cast<int>(t % kGroup);
+  for (int64_t b = 0; b < nsb; ++b) {
+    uint8_t* sb = group + static_cast<size_t>(b) * kQ8KTileSuperBytes;
+    for (int s = 0; s < 8; ++s) {
+      for (int k = 0; k < 8; ++k)
+        std::memcpy(sb + s * 512 + k * 64 + 4 * col, blocks[b].qs + 32 * s + 4 * k, 4);
+    }
+    reinterpret_cast<float*>(sb + 8 * 512)[col] = blocks[b].d;
+    auto* bsum = reinterpret_cast<int16_t*>(sb + 8 * 512 + 64);  // [pair p][token][2]
+    for (int s = 0; s < 8; ++s) {
+      bsum[((s / 2) * kGroup + col) * 2 + s % 2] =
+          static_cast<int16_t>(blocks[b].bsums[2 * s] + blocks[b].bsums[2 * s + 1]);
+    }
+  }
+}
+
+void Q4_KAmxRows(const MatArgs& a, int64_t r0, int64_t r1) {
+  SKIPKV_CHECK(a.type == DType::kQ4_K && a.act_format == ActFormat::kQ8KTiles);
+  switch (Q8_0AmxMode()) {
+    case AmxMode::kTiles:
+      return Q4KAmxRows<HardTiles>(a, r0, r1);
+    case AmxMode::kSoftware:
+      return Q4KAmxRows<SoftTiles>(a, r0, r1);
+    case AmxMode::kOff:
+      break;
+  }
+  SKIPKV_CHECK_MSG(false, "Q4_KAmxRows: AMX is off");
+}
+
 #else  // not x86-64 with GCC: no AMX path
 
 AmxMode Q8_0AmxMode() { return AmxMode::kOff; }
@@ -272,6 +481,12 @@ void ScatterQ8Tiles(const ActQ8*, int64_t, int64_t, uint8_t*) {
   SKIPKV_CHECK_MSG(false, "AMX is not compiled for this architecture");
 }
 void Q8_0AmxRows(const MatArgs&, int64_t, int64_t) {
+  SKIPKV_CHECK_MSG(false, "AMX is not compiled for this architecture");
+}
+void ScatterQ8KTiles(const BlockQ8_K*, int64_t, int64_t, uint8_t*) {
+  SKIPKV_CHECK_MSG(false, "AMX is not compiled for this architecture");
+}
+void Q4_KAmxRows(const MatArgs&, int64_t, int64_t) {
   SKIPKV_CHECK_MSG(false, "AMX is not compiled for this architecture");
 }
 
