@@ -44,6 +44,9 @@
 // token groups, see Q4KAmxRows) into [superblock][sub-block][16 rows][32]
 // bytes and the scales, mins, d and dmin into small tables; activations are
 // ActFormat::kQ8KTiles (simd_internal.h), scattered from QuantizeQ8K's blocks.
+// One token (decode) takes an AVX-512 kernel instead (Q4KDecodeRows), which
+// computes the same exact S_b and M_b and the same two fmas per superblock,
+// so the result is the tiles' bit for bit (the tests hold both to one oracle).
 //
 // Dispatch: opt-in with SKIPKV_AMX=1 until the path has been measured and its
 // tests run on an AMX machine (BENCHMARKS.md, "Intel AMX"); then on when the
@@ -253,16 +256,22 @@ SKIPKV_AMX_ATTR void AmxRows(const MatArgs& a, int64_t r0, int64_t r1) {
   Tiles::Release();
 }
 
-// Q4_K's 12 scale bytes -> the 8 6-bit scales and mins (get_scale_min_k4).
-void UnpackScalesMins(const uint8_t* q, uint8_t* sc, uint8_t* m) {
-  for (int j = 0; j < 4; ++j) {
-    sc[j] = q[j] & 63;
-    m[j] = q[j + 4] & 63;
-  }
-  for (int j = 4; j < 8; ++j) {
-    sc[j] = static_cast<uint8_t>((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
-    m[j] = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
+// Q4_K's 12 scale bytes s[0..12) -> 16 bytes: the 8 6-bit scales sc_0..7,
+// then the 8 mins m_0..7 (get_scale_min_k4), four bytes at a time:
+//   sc_j = s[j] & 63, m_j = s[j + 4] & 63                       (j < 4)
+//   sc_j = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4               (j >= 4)
+//   m_j  = (s[j + 4] >> 4) | (s[j] >> 6) << 4
+// ((b >> 6) << 4 of each byte b is (word >> 2) & 0x30 bytewise.)
+SKIPKV_AMX_ATTR inline __m128i ScalesMins(const uint8_t* s) {
+  uint32_t w0, w1, w2;
+  std::memcpy(&w0, s, 4);
+  std::memcpy(&w1, s + 4, 4);
+  std::memcpy(&w2, s + 8, 4);
+  const uint32_t sc_lo = w0 & 0x3f3f3f3fu, m_lo = w1 & 0x3f3f3f3fu;
+  const uint32_t sc_hi = (w2 & 0x0f0f0f0fu) | ((w0 >> 2) & 0x30303030u);
+  const uint32_t m_hi = ((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 2) & 0x30303030u);
+  return _mm_setr_epi32(static_cast<int>(sc_lo), static_cast<int>(sc_hi), static_cast<int>(m_lo),
+                        static_cast<int>(m_hi));
 }
 
 // Per 16-row group of Q4_K weights, unpacked once and read by every token
@@ -292,8 +301,9 @@ SKIPKV_AMX_ATTR void UnpackQ4KRows(const uint8_t* w, size_t w_row_bytes, int64_t
       const size_t ib = static_cast<size_t>(i * nsb + b);
       g.d[ib] = _cvtsh_ss(blk.d);
       g.dmin[ib] = _cvtsh_ss(blk.dmin);
-      uint8_t sc[8], mn[8];
-      UnpackScalesMins(blk.scales, sc, mn);
+      alignas(16) uint8_t sm[16];  // sc_0..7, m_0..7
+      _mm_store_si128(reinterpret_cast<__m128i*>(sm), ScalesMins(blk.scales));
+      const uint8_t *sc = sm, *mn = sm + 8;
       for (int s = 0; s < 8; ++s) g.sc[ib * 8 + s] = sc[s];
       for (int p = 0; p < 4; ++p) g.mpair[ib * 4 + p] = int32_t{mn[2 * p]} | (int32_t{mn[2 * p + 1]} << 16);
       // 64-element chunk c: low nibbles = sub-block 2c, high nibbles = 2c + 1.
@@ -377,6 +387,94 @@ SKIPKV_AMX_ATTR void Q4KAmxRows(const MatArgs& a, int64_t r0, int64_t r1) {
   Tiles::Release();
 }
 
+// The sum of the 16 int32 lanes (the masked and AVX2 forms: GCC 12 warns on
+// the undefined sources of _mm512_extracti64x4_epi64 and reduce_add).
+SKIPKV_AMX_ATTR inline int32_t HorizontalSum(__m512i v) {
+  const __m256i h = _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, v, 0),
+                                     _mm512_maskz_extracti64x4_epi64(0xF, v, 1));
+  __m128i q = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, 0x4E));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, 0xB1));
+  return _mm_cvtsi128_si32(q);
+}
+
+// One token (decode) of Q4_K rows [r0, r1) without tiles: the same exact
+// S_b and M_b per superblock and the same two fmas in the same order as
+// Q4KAmxRows, so the result is that of the tiles bit for bit, in 1/16 of
+// their work (a one-token group wastes 15 columns of every tile). Per row
+// and superblock: nibbles x quants with vpmaddubsw (|pair sum| <= 2 * 15 *
+// 127), times the sub-block's scale with vpmaddwd, then a horizontal int32
+// add; M_b with one vpmaddwd of the mins by the bsum32 values. Activations:
+// token 0 of the kQ8KTiles group, gathered once per call into the order the
+// nibble vectors have (low nibbles of qs[0..64): sub-blocks 0 and 2, high: 1
+// and 3; qs[64..128): 4 and 6, 5 and 7). Uses no tile instruction: software
+// and real tile modes run this same code.
+SKIPKV_AMX_ATTR void Q4KDecodeRows(const MatArgs& a, int64_t r0, int64_t r1) {
+  const int64_t nsb = a.in / kQK_K;
+  // Per superblock: 4 x 64 quants (the four nibble vectors' partners), then
+  // 16 int16: 8 zeros and bsum32_0..7 (lanes of the mins in ScalesMins').
+  constexpr size_t kSuper = 4 * 64 + 32;
+  thread_local std::vector<uint8_t> lin;
+  thread_local std::vector<float> das;
+  lin.resize(static_cast<size_t>(nsb) * kSuper);
+  das.resize(static_cast<size_t>(nsb));
+  for (int64_t b = 0; b < nsb; ++b) {
+    const uint8_t* sb = a.act + static_cast<size_t>(b) * kQ8KTileSuperBytes;
+    uint8_t* dst = lin.data() + static_cast<size_t>(b) * kSuper;
+    for (int s = 0; s < 8; ++s) {
+      uint8_t* q = dst + ((s / 4) * 2 + s % 2) * 64 + ((s / 2) % 2) * 32;            // vector, half
+      for (int k = 0; k < 8; ++k) std::memcpy(q + 4 * k, sb + s * 512 + k * 64, 4);  // token 0: column 0
+    }
+    das[b] = reinterpret_cast<const float*>(sb + 8 * 512)[0];
+    const auto* bsum = reinterpret_cast<const int16_t*>(sb + 8 * 512 + 64);
+    auto* bs = reinterpret_cast<int16_t*>(dst + 4 * 64);
+    for (int s = 0; s < 8; ++s) {
+      bs[s] = 0;
+      bs[8 + s] = bsum[((s / 2) * kGroup) * 2 + s % 2];
+    }
+  }
+  // vpermw indices: int16 lanes 0..15 take sc_a, lanes 16..31 sc_b, for the
+  // sub-block pairs (a, b) of the four nibble vectors.
+  __m512i pick[4];
+  constexpr int kPairs[4][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}};
+  for (int v = 0; v < 4; ++v) {
+    pick[v] = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(static_cast<int16_t>(kPairs[v][0])),
+                                      _mm512_set1_epi16(static_cast<int16_t>(kPairs[v][1])));
+  }
+  const __m512i lo4 = _mm512_set1_epi8(0x0f);
+  for (int64_t r = r0; r < r1; ++r) {
+    const auto* blocks = reinterpret_cast<const BlockQ4_K*>(a.w + static_cast<size_t>(r) * a.w_row_bytes);
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < nsb; ++b) {
+      const BlockQ4_K& blk = blocks[b];
+      const uint8_t* act = lin.data() + static_cast<size_t>(b) * kSuper;
+      const __m512i q0 = _mm512_loadu_si512(blk.qs), q1 = _mm512_loadu_si512(blk.qs + 64);
+      const __m512i nib[4] = {_mm512_and_si512(q0, lo4), _mm512_and_si512(_mm512_srli_epi16(q0, 4), lo4),
+                              _mm512_and_si512(q1, lo4), _mm512_and_si512(_mm512_srli_epi16(q1, 4), lo4)};
+      const __m256i sm16 = _mm256_cvtepu8_epi16(ScalesMins(blk.scales));  // sc_0..7, m_0..7 as int16
+      const __m512i sm512 = _mm512_maskz_broadcast_i64x4(0xFF, sm16);     // vpermw reads lanes 0..7
+      __m512i sum = _mm512_setzero_si512();
+      for (int v = 0; v < 4; ++v) {
+        const __m512i p = _mm512_maddubs_epi16(nib[v], _mm512_loadu_si512(act + 64 * v));
+        sum = _mm512_add_epi32(sum, _mm512_madd_epi16(p, _mm512_permutexvar_epi16(pick[v], sm512)));
+      }
+      const int32_t S = HorizontalSum(sum);
+      const __m256i mp =
+          _mm256_madd_epi16(sm16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + 256)));
+      __m128i m4 = _mm256_extracti128_si256(mp, 1);  // lanes 4..7: the mins' products (0..3 are 0)
+      m4 = _mm_add_epi32(m4, _mm_shuffle_epi32(m4, 0x4E));
+      m4 = _mm_add_epi32(m4, _mm_shuffle_epi32(m4, 0xB1));
+      const int32_t M = _mm_cvtsi128_si32(m4);
+      const __m128 da = _mm_set_ss(das[b]);
+      const __m128 dd = _mm_mul_ss(_mm_set_ss(_cvtsh_ss(blk.d)), da);
+      const __m128 dm = _mm_mul_ss(_mm_set_ss(_cvtsh_ss(blk.dmin)), da);
+      acc = _mm_fmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), S), dd, acc);
+      acc = _mm_fnmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), M), dm, acc);
+    }
+    a.y[r] = _mm_cvtss_f32(acc);
+  }
+}
+
 }  // namespace
 
 AmxMode Q8_0AmxMode() {
@@ -456,6 +554,7 @@ void ScatterQ8KTiles(const BlockQ8_K* blocks, int64_t in, int64_t t, uint8_t* ou
 
 void Q4_KAmxRows(const MatArgs& a, int64_t r0, int64_t r1) {
   SKIPKV_CHECK(a.type == DType::kQ4_K && a.act_format == ActFormat::kQ8KTiles);
+  if (a.n == 1 && Q8_0AmxMode() != AmxMode::kOff) return Q4KDecodeRows(a, r0, r1);
   switch (Q8_0AmxMode()) {
     case AmxMode::kTiles:
       return Q4KAmxRows<HardTiles>(a, r0, r1);

@@ -308,8 +308,9 @@ void Bf16MatRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
 // SKIPKV_AMX=1 where the CPU and Linux allow it and the dispatch runs
 // AVX3_DL; every Q8_0 product then takes kQ8Tiles activations and
 // Q8_0AmxRows, every Q4_K product kQ8KTiles and Q4_KAmxRows, decode included
-// (one formulation for every token count). kSoftware: the same kernels on
-// scalar tiles, for tests.
+// (one formulation for every token count; Q4_K's one-token case computes it
+// with AVX-512 instead of tiles). kSoftware: the same kernels on scalar
+// tiles, for tests.
 enum class AmxMode { kOff, kTiles, kSoftware };
 AmxMode Q8_0AmxMode();
 // Forces a mode (tests); false with the reason when it cannot run here.
