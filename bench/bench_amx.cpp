@@ -7,7 +7,8 @@
 //                 totalling >= 512 MiB so they stream from DRAM; counter GB/s
 //                 of weights.
 // Args: amx (0 off, 1 on), shape index, threads. Without AMX the amx = 1 runs
-// are skipped with the reason.
+// are skipped with the reason. BM_Q4_KDecode with amx = 1 measures the AMX
+// path's one-token kernel, which is AVX-512 (matmul_amx_x86.cpp).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
