@@ -433,44 +433,61 @@ SKIPKV_AMX_ATTR void Q4KDecodeRows(const MatArgs& a, int64_t r0, int64_t r1) {
       bs[8 + s] = bsum[((s / 2) * kGroup) * 2 + s % 2];
     }
   }
-  // vpermw indices: int16 lanes 0..15 take sc_a, lanes 16..31 sc_b, for the
-  // sub-block pairs (a, b) of the four nibble vectors.
+  // vpshufb controls on the 8 scales (int16) repeated in every 128-bit lane:
+  // int16 lanes 0..15 take sc_a, lanes 16..31 sc_b, for the sub-block pairs
+  // (a, b) of the four nibble vectors (an in-lane shuffle: cheaper than vpermw).
   __m512i pick[4];
   constexpr int kPairs[4][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}};
   for (int v = 0; v < 4; ++v) {
-    pick[v] = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(static_cast<int16_t>(kPairs[v][0])),
-                                      _mm512_set1_epi16(static_cast<int16_t>(kPairs[v][1])));
+    const auto bytes = [](int j) { return static_cast<int16_t>(((2 * j + 1) << 8) | (2 * j)); };
+    pick[v] = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(bytes(kPairs[v][0])),
+                                      _mm512_set1_epi16(bytes(kPairs[v][1])));
   }
   const __m512i lo4 = _mm512_set1_epi8(0x0f);
-  for (int64_t r = r0; r < r1; ++r) {
-    const auto* blocks = reinterpret_cast<const BlockQ4_K*>(a.w + static_cast<size_t>(r) * a.w_row_bytes);
-    __m128 acc = _mm_setzero_ps();
-    for (int64_t b = 0; b < nsb; ++b) {
-      const BlockQ4_K& blk = blocks[b];
-      const uint8_t* act = lin.data() + static_cast<size_t>(b) * kSuper;
-      const __m512i q0 = _mm512_loadu_si512(blk.qs), q1 = _mm512_loadu_si512(blk.qs + 64);
-      const __m512i nib[4] = {_mm512_and_si512(q0, lo4), _mm512_and_si512(_mm512_srli_epi16(q0, 4), lo4),
-                              _mm512_and_si512(q1, lo4), _mm512_and_si512(_mm512_srli_epi16(q1, 4), lo4)};
-      const __m256i sm16 = _mm256_cvtepu8_epi16(ScalesMins(blk.scales));  // sc_0..7, m_0..7 as int16
-      const __m512i sm512 = _mm512_maskz_broadcast_i64x4(0xFF, sm16);     // vpermw reads lanes 0..7
-      __m512i sum = _mm512_setzero_si512();
-      for (int v = 0; v < 4; ++v) {
-        const __m512i p = _mm512_maddubs_epi16(nib[v], _mm512_loadu_si512(act + 64 * v));
-        sum = _mm512_add_epi32(sum, _mm512_madd_epi16(p, _mm512_permutexvar_epi16(pick[v], sm512)));
-      }
-      const int32_t S = HorizontalSum(sum);
-      const __m256i mp =
-          _mm256_madd_epi16(sm16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + 256)));
-      __m128i m4 = _mm256_extracti128_si256(mp, 1);  // lanes 4..7: the mins' products (0..3 are 0)
-      m4 = _mm_add_epi32(m4, _mm_shuffle_epi32(m4, 0x4E));
-      m4 = _mm_add_epi32(m4, _mm_shuffle_epi32(m4, 0xB1));
-      const int32_t M = _mm_cvtsi128_si32(m4);
-      const __m128 da = _mm_set_ss(das[b]);
-      const __m128 dd = _mm_mul_ss(_mm_set_ss(_cvtsh_ss(blk.d)), da);
-      const __m128 dm = _mm_mul_ss(_mm_set_ss(_cvtsh_ss(blk.dmin)), da);
-      acc = _mm_fmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), S), dd, acc);
-      acc = _mm_fnmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), M), dm, acc);
+  // Row `r`'s superblock b added to its accumulator: exact S_b and M_b, then the two fmas.
+  const auto superblock = [&](int64_t r, int64_t b, __m128& acc) SKIPKV_AMX_ATTR __attribute__((always_inline)) {
+    const BlockQ4_K& blk = reinterpret_cast<const BlockQ4_K*>(a.w + static_cast<size_t>(r) * a.w_row_bytes)[b];
+    const uint8_t* act = lin.data() + static_cast<size_t>(b) * kSuper;
+    const __m512i q0 = _mm512_loadu_si512(blk.qs), q1 = _mm512_loadu_si512(blk.qs + 64);
+    const __m512i nib[4] = {_mm512_and_si512(q0, lo4), _mm512_and_si512(_mm512_srli_epi16(q0, 4), lo4),
+                            _mm512_and_si512(q1, lo4), _mm512_and_si512(_mm512_srli_epi16(q1, 4), lo4)};
+    const __m256i sm16 = _mm256_cvtepu8_epi16(ScalesMins(blk.scales));  // sc_0..7, m_0..7 as int16
+    const __m512i sc512 = _mm512_maskz_broadcast_i32x4(0xFFFF, _mm256_castsi256_si128(sm16));  // sc_0..7 in every lane
+    __m512i sum = _mm512_setzero_si512();
+    for (int v = 0; v < 4; ++v) {
+      const __m512i p = _mm512_maddubs_epi16(nib[v], _mm512_loadu_si512(act + 64 * v));
+      sum = _mm512_add_epi32(sum, _mm512_madd_epi16(p, _mm512_shuffle_epi8(sc512, pick[v])));
     }
+    const int32_t S = HorizontalSum(sum);
+    const __m256i mp = _mm256_madd_epi16(sm16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + 256)));
+    __m128i m4 = _mm256_extracti128_si256(mp, 1);  // lanes 4..7: the mins' products (0..3 are 0)
+    m4 = _mm_add_epi32(m4, _mm_shuffle_epi32(m4, 0x4E));
+    m4 = _mm_add_epi32(m4, _mm_shuffle_epi32(m4, 0xB1));
+    const int32_t M = _mm_cvtsi128_si32(m4);
+    const __m128 da = _mm_set_ss(das[b]);
+    const __m128 dd = _mm_mul_ss(_mm_set_ss(_cvtsh_ss(blk.d)), da);
+    const __m128 dm = _mm_mul_ss(_mm_set_ss(_cvtsh_ss(blk.dmin)), da);
+    acc = _mm_fmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), S), dd, acc);
+    acc = _mm_fnmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), M), dm, acc);
+  };
+  // Rows in kParts equal parts, step i computing row i of every part: kParts
+  // independent fma chains overlap (one row's chain, two dependent fmas per
+  // superblock, is latency-bound), and each part is read as one sequential
+  // stream (adjacent rows at once would make streams that skip rows). The
+  // rows left over go one at a time. Every row's sequence is the one above.
+  constexpr int kParts = 4;
+  const int64_t part = (r1 - r0) / kParts;
+  for (int64_t i = 0; i < part; ++i) {
+    __m128 acc[kParts];
+    for (int p = 0; p < kParts; ++p) acc[p] = _mm_setzero_ps();
+    for (int64_t b = 0; b < nsb; ++b) {
+      for (int p = 0; p < kParts; ++p) superblock(r0 + p * part + i, b, acc[p]);
+    }
+    for (int p = 0; p < kParts; ++p) a.y[r0 + p * part + i] = _mm_cvtss_f32(acc[p]);
+  }
+  for (int64_t r = r0 + kParts * part; r < r1; ++r) {
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < nsb; ++b) superblock(r, b, acc);
     a.y[r] = _mm_cvtss_f32(acc);
   }
 }
