@@ -1,12 +1,14 @@
-// Q8_0 products with the AMX path on and off, in one process (issue 40): the
-// engine's kernels::MatMul on the R1-Distill-Qwen-1.5B shapes at several
-// thread counts, AMX tiles (where the CPU and Linux allow them) against the
-// AVX-512 VNNI kernel (internal::SetAmxModeForTesting(kOff)).
-//   BM_Q8_0Batch  prefill: n = 512 tokens; counter GMAC/s.
-//   BM_Q8_0Decode one token, weights rotated over copies totalling >= 512 MiB
-//                 so they stream from DRAM; counter GB/s of weights.
+// Q8_0 and Q4_K products with the AMX path on and off, in one process (issue
+// 40): the engine's kernels::MatMul on the R1-Distill-Qwen-1.5B shapes at
+// several thread counts, AMX tiles (where the CPU and Linux allow them)
+// against the AVX-512 VNNI kernels (internal::SetAmxModeForTesting(kOff)).
+//   BM_Q8_0Batch, BM_Q4_KBatch   prefill: n = 512 tokens; counter GMAC/s.
+//   BM_Q8_0Decode, BM_Q4_KDecode one token, weights rotated over copies
+//                 totalling >= 512 MiB so they stream from DRAM; counter GB/s
+//                 of weights.
 // Args: amx (0 off, 1 on), shape index, threads. Without AMX the amx = 1 runs
-// are skipped with the reason.
+// are skipped with the reason. BM_Q4_KDecode with amx = 1 measures the AMX
+// path's one-token kernel, which is AVX-512 (matmul_amx_x86.cpp).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -35,13 +37,13 @@ struct Weights {
   size_t bytes = 0;
 };
 
-const Weights& GetWeights(Shape s, size_t min_total_bytes) {
-  static std::map<std::tuple<int64_t, int64_t, size_t>, std::unique_ptr<Weights>> cache;
-  auto& slot = cache[std::make_tuple(s.rows, s.in, min_total_bytes)];
+const Weights& GetWeights(DType type, Shape s, size_t min_total_bytes) {
+  static std::map<std::tuple<DType, int64_t, int64_t, size_t>, std::unique_ptr<Weights>> cache;
+  auto& slot = cache[std::make_tuple(type, s.rows, s.in, min_total_bytes)];
   if (slot) return *slot;
   slot = std::make_unique<Weights>();
   Weights& w = *slot;
-  const size_t row_bytes = RowBytes(DType::kQ8_0, s.in);
+  const size_t row_bytes = RowBytes(type, s.in);
   w.bytes = row_bytes * static_cast<size_t>(s.rows);
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.f, 0.05f);
@@ -51,7 +53,7 @@ const Weights& GetWeights(Shape s, size_t min_total_bytes) {
   for (auto& c : w.copies) c.Resize(w.bytes);
   for (int64_t r = 0; r < s.rows; ++r) {
     for (auto& v : row) v = nd(rng);
-    QuantizeRow(DType::kQ8_0, row.data(), w.copies[0].as<uint8_t>() + r * row_bytes, s.in);
+    QuantizeRow(type, row.data(), w.copies[0].as<uint8_t>() + r * row_bytes, s.in);
   }
   for (size_t i = 1; i < n_copies; ++i) std::memcpy(w.copies[i].as<uint8_t>(), w.copies[0].as<uint8_t>(), w.bytes);
   return w;
@@ -67,17 +69,17 @@ bool SelectAmx(benchmark::State& state) {
   return true;
 }
 
-void Run(benchmark::State& state, int64_t n, size_t min_total_bytes) {
+void Run(benchmark::State& state, DType type, int64_t n, size_t min_total_bytes) {
   if (!SelectAmx(state)) return;
   const Shape s = kShapes[state.range(1)];
-  const Weights& w = GetWeights(s, min_total_bytes);
+  const Weights& w = GetWeights(type, s, min_total_bytes);
   ThreadPool pool(static_cast<int>(state.range(2)));
   std::vector<float> x(static_cast<size_t>(s.in * n)), y(static_cast<size_t>(s.rows * n));
   std::mt19937 rng(2);
   std::normal_distribution<float> nd(0.f, 1.f);
   for (auto& v : x) v = nd(rng);
   TensorView v;
-  v.type = DType::kQ8_0;
+  v.type = type;
   v.n_dims = 2;
   v.ne[0] = s.in;
   v.ne[1] = s.rows;
@@ -98,8 +100,10 @@ void Run(benchmark::State& state, int64_t n, size_t min_total_bytes) {
   state.SetLabel(std::string(state.range(0) ? "AMX " : "no AMX ") + kernels::SimdTargetName());
 }
 
-void BM_Q8_0Batch(benchmark::State& state) { Run(state, 512, 0); }
-void BM_Q8_0Decode(benchmark::State& state) { Run(state, 1, size_t{512} << 20); }
+void BM_Q8_0Batch(benchmark::State& state) { Run(state, DType::kQ8_0, 512, 0); }
+void BM_Q8_0Decode(benchmark::State& state) { Run(state, DType::kQ8_0, 1, size_t{512} << 20); }
+void BM_Q4_KBatch(benchmark::State& state) { Run(state, DType::kQ4_K, 512, 0); }
+void BM_Q4_KDecode(benchmark::State& state) { Run(state, DType::kQ4_K, 1, size_t{512} << 20); }
 
 void Args(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 4, 16}) {
@@ -112,6 +116,18 @@ BENCHMARK(BM_Q8_0Batch)->Apply(Args)->ArgNames({"amx", "shape", "threads"})->Use
     ->Unit(benchmark::kMillisecond)->MinTime(0.2);
 BENCHMARK(BM_Q8_0Decode)->Apply(Args)->ArgNames({"amx", "shape", "threads"})->UseRealTime()
     ->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+BENCHMARK(BM_Q4_KBatch)
+    ->Apply(Args)
+    ->ArgNames({"amx", "shape", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.2);
+BENCHMARK(BM_Q4_KDecode)
+    ->Apply(Args)
+    ->ArgNames({"amx", "shape", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.2);
 
 }  // namespace
 }  // namespace skipkv

@@ -5,7 +5,7 @@
 #   1. host facts (CPU model, flags, THP), the matmul kernel tests of the
 #      bundle (the AMX ones on real tiles where the CPU and Linux allow it);
 #   2. random-weight r1-qwen-1.5b Q8_0 and Q4_K_M files (`skipkv make-model`);
-#   3. bench_amx: Q8_0 products with AMX off and on, 1/4/16 threads;
+#   3. bench_amx: Q8_0 and Q4_K products with AMX off and on, 1/4/16 threads;
 #   4. scripts/bench_ab.py, llama.cpp's llama-bench against skipkv with
 #      SKIPKV_AMX=1, alternated, pp512 and tg32 at 16, 8, 4 and 2 threads, two
 #      rounds per file;

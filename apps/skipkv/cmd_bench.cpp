@@ -125,7 +125,7 @@ int RunBench(const BenchOptions& o) {
   std::printf("model: %s (%s)\nweights: %s (%.3f GB read per decode step), %.2f B params, %s, SIMD target %s, KV %s\n",
               name.c_str(), fb.ModelDescription().c_str(), HumanBytes(weight_bytes).c_str(), decode_bytes / 1e9,
               fb.parameters() / 1e9, fb.WeightsLoad().c_str(), ForwardBench::SimdTarget(), o.kv_type.c_str());
-  std::printf("Q8_0 on AMX tiles: %s\n", ForwardBench::AmxStatus().c_str());
+  std::printf("AMX tiles: %s\n", ForwardBench::AmxStatus().c_str());
   // The bandwidth limit tg<N> is held against: --bandwidth-gbs, or measured
   // once per thread count before any test (1 GiB read 6 times, ~1 s).
   std::map<int, double> stream;  // threads -> GB/s, when measured

@@ -81,7 +81,7 @@ class ForwardBench {
   size_t decode_weight_bytes() const;
   int64_t parameters() const;            // elements of all tensors
   static const char* SimdTarget();       // the Highway target the kernels dispatch to
-  static std::string AmxStatus();        // Q8_0 on AMX tiles: "on" or "off (reason)"
+  static std::string AmxStatus();        // AMX tiles: "on (Q8_0, Q4_K weights)" or "off (reason)"
 
   // Memory read bandwidth on this machine with the current thread count, on
   // the thread pool the tests use: the upper bound a decode step's weight

@@ -62,7 +62,7 @@ const bool kSimdCapApplied = [] {
 void LogTargetOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
-    SKIPKV_LOG_INFO("kernels: SIMD target %s%s%s; Q8_0 on AMX tiles: %s", SimdTargetName(),
+    SKIPKV_LOG_INFO("kernels: SIMD target %s%s%s; AMX tiles: %s", SimdTargetName(),
                     kSimdCapApplied ? " (capped by SKIPKV_SIMD)" : "",
                     internal::Bf16DotActive() ? "; BF16 weights: vdpbf16ps on bf16-rounded activations" : "",
                     internal::AmxStatus().c_str());
@@ -144,7 +144,8 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   const uint8_t* act_of[kFormats] = {};
   // Q8_0 batches on AVX2/AVX3 take widened activations (bit-identical results).
   const bool q8_wide = n >= 2 && internal::Q8WideActive();
-  // Q8_0 on AMX tiles: every token count, decode included (one formulation).
+  // Q8_0 and Q4_K on AMX tiles: every token count, decode included (one
+  // formulation); Q6_K and the other types keep their kernels.
   const bool q8_amx = internal::Q8_0AmxMode() != internal::AmxMode::kOff;
   struct Product {
     internal::MatArgs args;
@@ -159,8 +160,10 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
     // BF16 weights take bf16 activations where the CPU has bf16 dot products.
     const bool bf16_dot = w.type == DType::kBF16 && internal::Bf16DotActive();
     const bool amx = q8_amx && w.type == DType::kQ8_0;
-    const internal::ActFormat fmt = bf16_dot                                ? internal::ActFormat::kBF16
-                                    : amx                                   ? internal::ActFormat::kQ8Tiles
+    const bool amx_k = q8_amx && w.type == DType::kQ4_K;
+    const internal::ActFormat fmt = bf16_dot                            ? internal::ActFormat::kBF16
+                                    : amx                               ? internal::ActFormat::kQ8Tiles
+                                    : amx_k                             ? internal::ActFormat::kQ8KTiles
                                     : q8_wide && w.type == DType::kQ8_0 ? internal::ActFormat::kQ8Wide
                                                                         : internal::ActFormatFor(w.type);
     Product p{};
@@ -192,6 +195,19 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
               internal::ScatterQ8Tiles(q, in, t, act);
             }
           });
+        } else if (fmt == internal::ActFormat::kQ8KTiles) {
+          // The same with Q8_K blocks.
+          std::memset(act, 0, internal::ActBytes(fmt, in, n));
+          pool.ParallelFor(n, std::max<int64_t>(1, 4096 / in), [&](int64_t t0, int64_t t1, int) {
+            thread_local AlignedBuffer blocks;
+            auto* q = reinterpret_cast<BlockQ8_K*>(
+                Scratch(blocks, internal::ActRowBytes(internal::ActFormat::kQ8K, in)));
+            for (int64_t t = t0; t < t1; ++t) {
+              internal::QuantizeActivations(internal::ActFormat::kQ8K, x + t * in, in,
+                                            reinterpret_cast<uint8_t*>(q));
+              internal::ScatterQ8KTiles(q, in, t, act);
+            }
+          });
         } else {
           pool.ParallelFor(n, std::max<int64_t>(1, 4096 / in), [&](int64_t t0, int64_t t1, int) {
             for (int64_t t = t0; t < t1; ++t) {
@@ -203,7 +219,10 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
       }
       a.act = act_of[f];
     }
-    p.rows_fn = bf16_dot ? internal::Bf16MatRows : amx ? internal::Q8_0AmxRows : internal::MatRows;
+    p.rows_fn = bf16_dot ? internal::Bf16MatRows
+                : amx    ? internal::Q8_0AmxRows
+                : amx_k  ? internal::Q4_KAmxRows
+                         : internal::MatRows;
     p.rows = w.NumRows();
     total_rows += p.rows;
     products.push_back(p);
