@@ -86,9 +86,10 @@ namespace skipkv::kernels::internal {
 
 namespace {
 
-#define SKIPKV_AMX_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,f16c,fma,amx-tile,amx-int8")))
+#define SKIPKV_AMX_ATTR \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma,amx-tile,amx-int8")))
 
-constexpr int kGroup = 16;             // tokens per activation tile group, rows per weight tile
+constexpr int kGroup = 16;               // tokens per activation tile group, rows per weight tile
 constexpr size_t kBlockTileBytes = 512;  // one block of a group: 8 x 64 int8
 
 // CPUID leaf 7 sub-leaf 0, EDX bits 24 (AMX-TILE) and 25 (AMX-INT8).
@@ -98,9 +99,12 @@ bool CpuHasAmxInt8() {
   return ((d >> 24) & 1u) != 0 && ((d >> 25) & 1u) != 0;
 }
 
+// What the software tiles need (every AMX CPU has it too): the one-token
+// Q4_K kernel uses vpdpwssd.
 bool CpuHasAvx512() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vnni");
 }
 
 // Whether real tiles can run here, and if not why (asked once: the
@@ -403,7 +407,7 @@ SKIPKV_AMX_ATTR inline int32_t HorizontalSum(__m512i v) {
 // Q4KAmxRows, so the result is that of the tiles bit for bit, in 1/16 of
 // their work (a one-token group wastes 15 columns of every tile). Per row
 // and superblock: nibbles x quants with vpmaddubsw (|pair sum| <= 2 * 15 *
-// 127), times the sub-block's scale with vpmaddwd, then a horizontal int32
+// 127), times the sub-block's scale and added with vpdpwssd, then a horizontal int32
 // add; M_b with one vpmaddwd of the mins by the bsum32 values. Activations:
 // token 0 of the kQ8KTiles group, gathered once per call into the order the
 // nibble vectors have (low nibbles of qs[0..64): sub-blocks 0 and 2, high: 1
@@ -444,50 +448,88 @@ SKIPKV_AMX_ATTR void Q4KDecodeRows(const MatArgs& a, int64_t r0, int64_t r1) {
                                       _mm512_set1_epi16(bytes(kPairs[v][1])));
   }
   const __m512i lo4 = _mm512_set1_epi8(0x0f);
-  // Row `r`'s superblock b added to its accumulator: exact S_b and M_b, then the two fmas.
-  const auto superblock = [&](int64_t r, int64_t b, __m128& acc) SKIPKV_AMX_ATTR __attribute__((always_inline)) {
-    const BlockQ4_K& blk = reinterpret_cast<const BlockQ4_K*>(a.w + static_cast<size_t>(r) * a.w_row_bytes)[b];
+  // Row r's superblock b as integer vectors: `sum` (16 int32 lanes adding up
+  // to S_b) and `mins` (4 int32 lanes adding up to M_b).
+  const auto integers = [&](int64_t r, int64_t b, __m512i & sum, __m128i & mins) SKIPKV_AMX_ATTR
+      __attribute__((always_inline)) {
+    const BlockQ4_K& blk =
+        reinterpret_cast<const BlockQ4_K*>(a.w + static_cast<size_t>(r) * a.w_row_bytes)[b];
     const uint8_t* act = lin.data() + static_cast<size_t>(b) * kSuper;
     const __m512i q0 = _mm512_loadu_si512(blk.qs), q1 = _mm512_loadu_si512(blk.qs + 64);
     const __m512i nib[4] = {_mm512_and_si512(q0, lo4), _mm512_and_si512(_mm512_srli_epi16(q0, 4), lo4),
                             _mm512_and_si512(q1, lo4), _mm512_and_si512(_mm512_srli_epi16(q1, 4), lo4)};
     const __m256i sm16 = _mm256_cvtepu8_epi16(ScalesMins(blk.scales));  // sc_0..7, m_0..7 as int16
-    const __m512i sc512 = _mm512_maskz_broadcast_i32x4(0xFFFF, _mm256_castsi256_si128(sm16));  // sc_0..7 in every lane
-    __m512i sum = _mm512_setzero_si512();
+    const __m512i sc512 =
+        _mm512_maskz_broadcast_i32x4(0xFFFF, _mm256_castsi256_si128(sm16));  // sc_0..7 a lane
+    sum = _mm512_setzero_si512();
     for (int v = 0; v < 4; ++v) {
       const __m512i p = _mm512_maddubs_epi16(nib[v], _mm512_loadu_si512(act + 64 * v));
-      sum = _mm512_add_epi32(sum, _mm512_madd_epi16(p, _mm512_shuffle_epi8(sc512, pick[v])));
+      sum = _mm512_dpwssd_epi32(sum, p, _mm512_shuffle_epi8(sc512, pick[v]));  // exact: |S_b| < 2^25
     }
-    const int32_t S = HorizontalSum(sum);
-    const __m256i mp = _mm256_madd_epi16(sm16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + 256)));
-    __m128i m4 = _mm256_extracti128_si256(mp, 1);  // lanes 4..7: the mins' products (0..3 are 0)
-    m4 = _mm_add_epi32(m4, _mm_shuffle_epi32(m4, 0x4E));
-    m4 = _mm_add_epi32(m4, _mm_shuffle_epi32(m4, 0xB1));
-    const int32_t M = _mm_cvtsi128_si32(m4);
-    const __m128 da = _mm_set_ss(das[b]);
-    const __m128 dd = _mm_mul_ss(_mm_set_ss(_cvtsh_ss(blk.d)), da);
-    const __m128 dm = _mm_mul_ss(_mm_set_ss(_cvtsh_ss(blk.dmin)), da);
-    acc = _mm_fmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), S), dd, acc);
-    acc = _mm_fnmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), M), dm, acc);
+    const __m256i mp =
+        _mm256_madd_epi16(sm16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act + 256)));
+    mins = _mm256_extracti128_si256(mp, 1);  // lanes 4..7: the mins' products (0..3 are 0)
   };
-  // Rows in kParts equal parts, step i computing row i of every part: kParts
-  // independent fma chains overlap (one row's chain, two dependent fmas per
-  // superblock, is latency-bound), and each part is read as one sequential
-  // stream (adjacent rows at once would make streams that skip rows). The
-  // rows left over go one at a time. Every row's sequence is the one above.
+  // Rows in kParts = 4 equal parts, step i computing row i of every part, so
+  // each part is read as one sequential stream (adjacent rows at once would
+  // make streams that skip rows). Per superblock the four rows' S_b and M_b
+  // come out of one transposing reduction ([S_0..S_3], [M_0..M_3]) and the two
+  // fmas run on four lanes, lane p being row p's: per lane the same
+  // operations as the scalar sequence below, so the same results bit for bit.
   constexpr int kParts = 4;
   const int64_t part = (r1 - r0) / kParts;
+  // Gathers the f16 d (even int16 lanes) and dmin (odd) of four blocks: d's first.
+  const __m128i split = _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
   for (int64_t i = 0; i < part; ++i) {
-    __m128 acc[kParts];
-    for (int p = 0; p < kParts; ++p) acc[p] = _mm_setzero_ps();
-    for (int64_t b = 0; b < nsb; ++b) {
-      for (int p = 0; p < kParts; ++p) superblock(r0 + p * part + i, b, acc[p]);
-    }
-    for (int p = 0; p < kParts; ++p) a.y[r0 + p * part + i] = _mm_cvtss_f32(acc[p]);
-  }
-  for (int64_t r = r0 + kParts * part; r < r1; ++r) {
     __m128 acc = _mm_setzero_ps();
-    for (int64_t b = 0; b < nsb; ++b) superblock(r, b, acc);
+    for (int64_t b = 0; b < nsb; ++b) {
+      __m128i s4[kParts], m4[kParts];
+      uint32_t dpair[kParts];
+      for (int p = 0; p < kParts; ++p) {
+        const int64_t r = r0 + p * part + i;
+        __m512i sum;
+        integers(r, b, sum, m4[p]);
+        const __m256i h = _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, sum, 0),
+                                           _mm512_maskz_extracti64x4_epi64(0xF, sum, 1));
+        s4[p] = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+        std::memcpy(&dpair[p],
+                    &reinterpret_cast<const BlockQ4_K*>(a.w + static_cast<size_t>(r) * a.w_row_bytes)[b].d,
+                    sizeof(uint32_t));  // d, then dmin (adjacent f16 fields)
+      }
+      const __m128i S = _mm_hadd_epi32(_mm_hadd_epi32(s4[0], s4[1]), _mm_hadd_epi32(s4[2], s4[3]));
+      const __m128i M = _mm_hadd_epi32(_mm_hadd_epi32(m4[0], m4[1]), _mm_hadd_epi32(m4[2], m4[3]));
+      const __m128i halves =
+          _mm_shuffle_epi8(_mm_setr_epi32(static_cast<int>(dpair[0]), static_cast<int>(dpair[1]),
+                                          static_cast<int>(dpair[2]), static_cast<int>(dpair[3])),
+                           split);
+      const __m128 da = _mm_set1_ps(das[b]);
+      const __m128 dd = _mm_mul_ps(_mm_cvtph_ps(halves), da);
+      const __m128 dm = _mm_mul_ps(_mm_cvtph_ps(_mm_unpackhi_epi64(halves, halves)), da);
+      acc = _mm_fmadd_ps(_mm_cvtepi32_ps(S), dd, acc);
+      acc = _mm_fnmadd_ps(_mm_cvtepi32_ps(M), dm, acc);
+    }
+    alignas(16) float out[kParts];
+    _mm_store_ps(out, acc);
+    for (int p = 0; p < kParts; ++p) a.y[r0 + p * part + i] = out[p];
+  }
+  // The rows left over, one at a time: the scalar sequence.
+  for (int64_t r = r0 + kParts * part; r < r1; ++r) {
+    const auto* blocks = reinterpret_cast<const BlockQ4_K*>(a.w + static_cast<size_t>(r) * a.w_row_bytes);
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < nsb; ++b) {
+      __m512i sum;
+      __m128i m4;
+      integers(r, b, sum, m4);
+      const int32_t S = HorizontalSum(sum);
+      m4 = _mm_add_epi32(m4, _mm_shuffle_epi32(m4, 0x4E));
+      m4 = _mm_add_epi32(m4, _mm_shuffle_epi32(m4, 0xB1));
+      const int32_t M = _mm_cvtsi128_si32(m4);
+      const __m128 da = _mm_set_ss(das[b]);
+      const __m128 dd = _mm_mul_ss(_mm_set_ss(_cvtsh_ss(blocks[b].d)), da);
+      const __m128 dm = _mm_mul_ss(_mm_set_ss(_cvtsh_ss(blocks[b].dmin)), da);
+      acc = _mm_fmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), S), dd, acc);
+      acc = _mm_fnmadd_ss(_mm_cvtsi32_ss(_mm_setzero_ps(), M), dm, acc);
+    }
     a.y[r] = _mm_cvtss_f32(acc);
   }
 }
@@ -505,7 +547,7 @@ bool SetAmxModeForTesting(AmxMode mode, std::string* why) {
     return false;
   }
   if (mode == AmxMode::kSoftware && !CpuHasAvx512()) {
-    if (why != nullptr) *why = "software tiles need AVX-512 (F, BW, VL, DQ)";
+    if (why != nullptr) *why = "software tiles need AVX-512 (F, BW, VL, DQ, VNNI)";
     return false;
   }
   g_forced_mode.store(static_cast<int>(mode), std::memory_order_relaxed);
