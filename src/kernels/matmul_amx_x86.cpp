@@ -203,6 +203,18 @@ struct SoftTiles {
   }
 };
 
+// Writes a tile group's results: acc[i] lane t = row r + i, token 16 g + t;
+// rows past m (a partial row group) and absent tokens are dropped.
+SKIPKV_AMX_ATTR void StoreGroup(const MatArgs& a, const __m512* acc, int64_t g, int64_t r, int64_t m) {
+  alignas(64) float out[kGroup * kGroup];
+  for (int i = 0; i < kGroup; ++i) _mm512_store_ps(out + kGroup * i, acc[i]);
+  const int64_t t0 = g * kGroup, tn = std::min<int64_t>(kGroup, a.n - t0);
+  for (int64_t t = 0; t < tn; ++t) {
+    float* yt = a.y + (t0 + t) * a.y_stride + r;
+    for (int64_t i = 0; i < m; ++i) yt[i] = out[i * kGroup + t];
+  }
+}
+
 // Rows [r0, r1) x every token (see the file comment). A partial group of
 // rows (fewer than 16 left) is copied into a zero-padded buffer first, so the
 // weight tile never reads past the rows it was given.
@@ -215,7 +227,6 @@ SKIPKV_AMX_ATTR void AmxRows(const MatArgs& a, int64_t r0, int64_t r1) {
   thread_local std::vector<uint8_t> padded;   // [16][w_row_bytes]: a partial row group
   dws.resize(static_cast<size_t>(kGroup * nb));
   alignas(64) int32_t c[kGroup * kGroup];
-  alignas(64) float out[kGroup * kGroup];
   // Token groups in blocks of about 1 MiB of activations (they stay in L2
   // while the thread's rows pass); rows are the inner loop within a block.
   const int64_t groups_per_block = std::max<int64_t>(1, static_cast<int64_t>((size_t{1} << 20) / group_bytes));
@@ -248,12 +259,7 @@ SKIPKV_AMX_ATTR void AmxRows(const MatArgs& a, int64_t r0, int64_t r1) {
             acc[i] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_load_si512(c + kGroup * i)), s, acc[i]);
           }
         }
-        for (int i = 0; i < kGroup; ++i) _mm512_store_ps(out + kGroup * i, acc[i]);
-        const int64_t t0 = g * kGroup, tn = std::min<int64_t>(kGroup, a.n - t0);
-        for (int64_t t = 0; t < tn; ++t) {
-          float* yt = a.y + (t0 + t) * a.y_stride + r;
-          for (int64_t i = 0; i < m; ++i) yt[i] = out[i * kGroup + t];
-        }
+        StoreGroup(a, acc, g, r, m);
       }
     }
   }
@@ -334,7 +340,6 @@ SKIPKV_AMX_ATTR void Q4KAmxRows(const MatArgs& a, int64_t r0, int64_t r1) {
   const size_t group_bytes = ActBytes(ActFormat::kQ8KTiles, a.in, kGroup);
   thread_local Q4KRowGroup rg;
   alignas(64) int32_t c[8 * kGroup * kGroup];  // [sub-block][row][token]
-  alignas(64) float out[kGroup * kGroup];
   const int64_t groups_per_block =
       std::max<int64_t>(1, static_cast<int64_t>((size_t{1} << 20) / group_bytes));
   Tiles::Configure();
@@ -379,12 +384,7 @@ SKIPKV_AMX_ATTR void Q4KAmxRows(const MatArgs& a, int64_t r0, int64_t r1) {
             acc[i] = _mm512_fnmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, msum), dm, acc[i]);
           }
         }
-        for (int i = 0; i < kGroup; ++i) _mm512_store_ps(out + kGroup * i, acc[i]);
-        const int64_t t0 = g * kGroup, tn = std::min<int64_t>(kGroup, a.n - t0);
-        for (int64_t t = 0; t < tn; ++t) {
-          float* yt = a.y + (t0 + t) * a.y_stride + r;
-          for (int64_t i = 0; i < m; ++i) yt[i] = out[i * kGroup + t];
-        }
+        StoreGroup(a, acc, g, r, m);
       }
     }
   }

@@ -107,6 +107,24 @@ void ExpectBitEqual(const std::vector<float>& got, const std::vector<float>& wan
   }
 }
 
+// The c.n tokens x as one batch (1 and 3 threads) and each token alone
+// (decode) through the kernels, against `want` ([token][row]) bit for bit.
+void ExpectBatchAndDecodeMatch(const TensorView& v, const std::vector<float>& x, const Case& c,
+                               const std::vector<float>& want, const std::string& what) {
+  for (int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    std::vector<float> y(c.rows * c.n, NAN);
+    kernels::MatMul(v, x.data(), c.n, y.data(), pool);
+    ExpectBitEqual(y, want, what + " batch, threads " + std::to_string(threads));
+    std::vector<float> yt(c.rows);
+    for (int64_t t = 0; t < c.n; ++t) {
+      kernels::MatVec(v, x.data() + t * c.in, yt.data(), pool);
+      ExpectBitEqual(yt, std::vector<float>(want.begin() + t * c.rows, want.begin() + (t + 1) * c.rows),
+                     what + " decode of token " + std::to_string(t));
+    }
+  }
+}
+
 TEST_P(AmxTest, MatchesOracleExactly) {
   // Partial row groups (40, 24 rows), partial token groups (1, 3, 17, 40, 5,
   // 150 tokens), a single block (in = 32) and the FFN down projection's
@@ -122,18 +140,7 @@ TEST_P(AmxTest, MatchesOracleExactly) {
     const auto want = Oracle(w, x, c);
     const TensorView v = Q8View(w, c.rows, c.in);
     const std::string what = std::to_string(c.rows) + "x" + std::to_string(c.in) + " n=" + std::to_string(c.n);
-    for (int threads : {1, 3}) {
-      ThreadPool pool(threads);
-      std::vector<float> y(c.rows * c.n, NAN);
-      kernels::MatMul(v, x.data(), c.n, y.data(), pool);
-      ExpectBitEqual(y, want, what + " batch, threads " + std::to_string(threads));
-      std::vector<float> yt(c.rows);
-      for (int64_t t = 0; t < c.n; ++t) {  // each token alone (decode)
-        kernels::MatVec(v, x.data() + t * c.in, yt.data(), pool);
-        ExpectBitEqual(yt, std::vector<float>(want.begin() + t * c.rows, want.begin() + (t + 1) * c.rows),
-                       what + " decode of token " + std::to_string(t));
-      }
-    }
+    ExpectBatchAndDecodeMatch(v, x, c, want, what);
   }
 }
 
@@ -313,18 +320,7 @@ TEST_P(AmxTest, Q4_KMatchesOracleExactly) {
     const TensorView v = View(DType::kQ4_K, w, c.rows, c.in);
     const std::string what =
         "Q4_K " + std::to_string(c.rows) + "x" + std::to_string(c.in) + " n=" + std::to_string(c.n);
-    for (int threads : {1, 3}) {
-      ThreadPool pool(threads);
-      std::vector<float> y(c.rows * c.n, NAN);
-      kernels::MatMul(v, x.data(), c.n, y.data(), pool);
-      ExpectBitEqual(y, want, what + " batch, threads " + std::to_string(threads));
-      std::vector<float> yt(c.rows);
-      for (int64_t t = 0; t < c.n; ++t) {  // each token alone (decode)
-        kernels::MatVec(v, x.data() + t * c.in, yt.data(), pool);
-        ExpectBitEqual(yt, std::vector<float>(want.begin() + t * c.rows, want.begin() + (t + 1) * c.rows),
-                       what + " decode of token " + std::to_string(t));
-      }
-    }
+    ExpectBatchAndDecodeMatch(v, x, c, want, what);
   }
 }
 
