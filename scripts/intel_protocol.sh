@@ -4,7 +4,8 @@
 # minutes (e.g. a 16-core Intel Xeon with AMX):
 #   1. host facts (CPU model, flags, THP), the matmul kernel tests of the
 #      bundle (the AMX ones on real tiles where the CPU and Linux allow it);
-#   2. random-weight r1-qwen-1.5b Q8_0 and Q4_K_M files (`skipkv make-model`);
+#   2. random-weight r1-qwen-1.5b Q8_0 and Q4_K_M files (`skipkv make-model`),
+#      kept in MODELS_DIR for the next call (only made when a step reads them);
 #   3. bench_amx: Q8_0 and Q4_K products with AMX off and on, 1/4/16 threads;
 #   4. scripts/bench_ab.py, llama.cpp's llama-bench against skipkv with
 #      SKIPKV_AMX=1, alternated, pp512 and tg32 at 16, 8, 4 and 2 threads, two
@@ -63,13 +64,25 @@ d=$d/bundle
 sk=(env LD_LIBRARY_PATH="$d/lib")
 echo "bundle: $(head -1 "$d/COMMIT")"
 
-say "models (background)"
-"${sk[@]}" "$d/skipkv" make-model --preset r1-qwen-1.5b --type q8_0 --tokenizer "$d/tokenizer.json" \
-  -o "$d/r1q8.gguf" -q -t 4 &
-m1=$!
-"${sk[@]}" "$d/skipkv" make-model --preset r1-qwen-1.5b --type q4_k_m --tokenizer "$d/tokenizer.json" \
-  -o "$d/r1q4.gguf" -q -t 4 &
-m2=$!
+# The models, only when a step of this call reads them, made in the background
+# while the kernel tests run and kept in MODELS_DIR (default
+# /tmp/skipkv-protocol-models) for the next call on the same machine; a file
+# is renamed into place only when make-model finished it.
+models=${MODELS_DIR:-/tmp/skipkv-protocol-models}
+m1=0 m2=0
+make_model() {  # make_model TYPE FILE
+  [ -s "$2" ] && return 0
+  "${sk[@]}" "$d/skipkv" make-model --preset r1-qwen-1.5b --type "$1" --tokenizer "$d/tokenizer.json" \
+    -o "$2.part" -q -t 4 && mv "$2.part" "$2"
+}
+if want ab_q8_0 || want ab_q4_k_m || want decode || want bandwidth || want pp_no_amx; then
+  mkdir -p "$models"
+  say "models (background, kept in $models)"
+  make_model q8_0 "$models/r1q8.gguf" &
+  m1=$!
+  make_model q4_k_m "$models/r1q4.gguf" &
+  m2=$!
+fi
 
 if want tests; then
   say "kernel tests"
@@ -79,8 +92,11 @@ if want tests; then
   echo "kernels_matmul_test with SKIPKV_AMX=1: exit $?"; grep -E "^\[  (PASSED|FAILED) " "$out/matmul_test.txt" | head -12
 fi
 
-wait $m1 $m2
-say "models: $(ls -l "$d"/r1q8.gguf "$d"/r1q4.gguf 2>&1 | awk '{print $5, $NF}' | tr '\n' ' ')"
+# Models first: timings never share the machine with make-model.
+if [ "$m1" != 0 ]; then
+  wait $m1 $m2
+  say "models: $(ls -l "$models"/r1q8.gguf "$models"/r1q4.gguf 2>&1 | awk '{print $5, $NF}' | tr '\n' ' ')"
+fi
 
 if want amx && [ "$(left)" -gt 60 ]; then
   say "bench_amx"
@@ -88,7 +104,9 @@ if want amx && [ "$(left)" -gt 60 ]; then
   grep -E "^BM_" "$out/bench_amx.txt" | awk '{print $1, $(NF-3), $(NF-2), $(NF-1), $NF}'
 fi
 
-while [ ! -x "$lb" ] && [ $((SECONDS - start)) -lt $((budget / 3)) ]; do sleep 2; done
+if want ab_q8_0 || want ab_q4_k_m || want decode; then
+  while [ ! -x "$lb" ] && [ $((SECONDS - start)) -lt $((budget / 3)) ]; do sleep 2; done
+fi
 ab() {  # ab NAME MODEL
   if [ ! -x "$lb" ]; then say "skip A/B $1: no llama-bench at $lb"; return; fi
   if [ "$(left)" -lt 90 ]; then say "skip A/B $1: $(left) s left"; return; fi
@@ -99,8 +117,8 @@ ab() {  # ab NAME MODEL
   echo "bench_ab.py: exit $?"
   cat "$out/ab_$1.md"
 }
-want ab_q8_0 && ab q8_0 "$d/r1q8.gguf"
-want ab_q4_k_m && ab q4_k_m "$d/r1q4.gguf"
+want ab_q8_0 && ab q8_0 "$models/r1q8.gguf"
+want ab_q4_k_m && ab q4_k_m "$models/r1q4.gguf"
 
 if want decode; then
   if [ ! -x "$lb" ]; then say "skip decode: no llama-bench at $lb"
@@ -111,7 +129,7 @@ if want decode; then
     # shellcheck disable=SC2046  # the engine options are meant to split into words
     timeout $(($(left) - 10)) python3 scripts/bench_ab.py -e llama=llama:"$lb" $(sk_e sk) $(sk_e sk_avx2) \
       $(sk_e sk_map) $(sk_e sk_amx) --env sk_avx2=SKIPKV_SIMD=avx2 --args sk_map="--weights map" \
-      --env sk_amx=SKIPKV_AMX=1 -m "$d/r1q8.gguf" -t 1,4 -p 0 -n 16 -r 1 --rounds 2 \
+      --env sk_amx=SKIPKV_AMX=1 -m "$models/r1q8.gguf" -t 1,4 -p 0 -n 16 -r 1 --rounds 2 \
       --jsonl "$out/decode.jsonl" > "$out/decode.md" 2> "$out/decode.err"
     echo "bench_ab.py: exit $?"
     cat "$out/decode.md"
@@ -120,13 +138,13 @@ fi
 
 if want bandwidth && [ "$(left)" -gt 45 ]; then
   say "read bandwidth and decode per thread count"
-  timeout $(($(left) - 20)) "${sk[@]}" "$d/skipkv" bench -m "$d/r1q8.gguf" -p 0 -n 16 -r 1 -t 16,8,4,2,1 \
+  timeout $(($(left) - 20)) "${sk[@]}" "$d/skipkv" bench -m "$models/r1q8.gguf" -p 0 -n 16 -r 1 -t 16,8,4,2,1 \
     > "$out/bandwidth.txt" 2>&1
   grep -E "read bandwidth|tg16|AMX" "$out/bandwidth.txt"
 fi
 if want pp_no_amx && [ "$(left)" -gt 25 ]; then
   say "pp512 with AMX off"
-  timeout $(($(left) - 5)) "${sk[@]}" "$d/skipkv" bench -m "$d/r1q8.gguf" -p 512 -n 0 -r 1 -t 16,4 \
+  timeout $(($(left) - 5)) "${sk[@]}" "$d/skipkv" bench -m "$models/r1q8.gguf" -p 512 -n 0 -r 1 -t 16,4 \
     > "$out/pp_no_amx.txt" 2>&1
   grep -E "pp512|AMX" "$out/pp_no_amx.txt"
 fi
