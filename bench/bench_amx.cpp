@@ -105,29 +105,20 @@ void BM_Q8_0Decode(benchmark::State& state) { Run(state, DType::kQ8_0, 1, size_t
 void BM_Q4_KBatch(benchmark::State& state) { Run(state, DType::kQ4_K, 512, 0); }
 void BM_Q4_KDecode(benchmark::State& state) { Run(state, DType::kQ4_K, 1, size_t{512} << 20); }
 
-void Args(benchmark::internal::Benchmark* b) {
+// The arguments and timing every benchmark here takes.
+void Common(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 4, 16}) {
     for (int shape : {0, 1}) {
       for (int amx : {0, 1}) b->Args({amx, shape, threads});
     }
   }
+  b->ArgNames({"amx", "shape", "threads"})->UseRealTime()->MinTime(0.2);
 }
-BENCHMARK(BM_Q8_0Batch)->Apply(Args)->ArgNames({"amx", "shape", "threads"})->UseRealTime()
-    ->Unit(benchmark::kMillisecond)->MinTime(0.2);
-BENCHMARK(BM_Q8_0Decode)->Apply(Args)->ArgNames({"amx", "shape", "threads"})->UseRealTime()
-    ->Unit(benchmark::kMicrosecond)->MinTime(0.2);
-BENCHMARK(BM_Q4_KBatch)
-    ->Apply(Args)
-    ->ArgNames({"amx", "shape", "threads"})
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond)
-    ->MinTime(0.2);
-BENCHMARK(BM_Q4_KDecode)
-    ->Apply(Args)
-    ->ArgNames({"amx", "shape", "threads"})
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond)
-    ->MinTime(0.2);
+
+BENCHMARK(BM_Q8_0Batch)->Apply(Common)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Q8_0Decode)->Apply(Common)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Q4_KBatch)->Apply(Common)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Q4_KDecode)->Apply(Common)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace skipkv

@@ -146,7 +146,7 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   const bool q8_wide = n >= 2 && internal::Q8WideActive();
   // Q8_0 and Q4_K on AMX tiles: every token count, decode included (one
   // formulation); Q6_K and the other types keep their kernels.
-  const bool q8_amx = internal::Q8_0AmxMode() != internal::AmxMode::kOff;
+  const bool amx_on = internal::Q8_0AmxMode() != internal::AmxMode::kOff;
   struct Product {
     internal::MatArgs args;
     void (*rows_fn)(const internal::MatArgs&, int64_t, int64_t);
@@ -159,8 +159,8 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
     const TensorView& w = *o.w;
     // BF16 weights take bf16 activations where the CPU has bf16 dot products.
     const bool bf16_dot = w.type == DType::kBF16 && internal::Bf16DotActive();
-    const bool amx = q8_amx && w.type == DType::kQ8_0;
-    const bool amx_k = q8_amx && w.type == DType::kQ4_K;
+    const bool amx = amx_on && w.type == DType::kQ8_0;
+    const bool amx_k = amx_on && w.type == DType::kQ4_K;
     const internal::ActFormat fmt = bf16_dot                            ? internal::ActFormat::kBF16
                                     : amx                               ? internal::ActFormat::kQ8Tiles
                                     : amx_k                             ? internal::ActFormat::kQ8KTiles
@@ -183,29 +183,22 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
       const int f = static_cast<int>(fmt);
       if (act_of[f] == nullptr) {
         uint8_t* act = Scratch(act_bufs[f], internal::ActBytes(fmt, in, n));
-        if (fmt == internal::ActFormat::kQ8Tiles) {
-          // Each token is quantised as ActQ8 and scattered into its tile column; the
-          // absent tokens of the last group stay zero.
+        if (fmt == internal::ActFormat::kQ8Tiles || fmt == internal::ActFormat::kQ8KTiles) {
+          // Each token is quantised in the tiles' base format (ActQ8, Q8_K) and
+          // scattered into its tile column; the absent tokens of the last group stay zero.
+          const bool k = fmt == internal::ActFormat::kQ8KTiles;
+          const internal::ActFormat base = k ? internal::ActFormat::kQ8K : internal::ActFormat::kQ8;
           std::memset(act, 0, internal::ActBytes(fmt, in, n));
           pool.ParallelFor(n, std::max<int64_t>(1, 4096 / in), [&](int64_t t0, int64_t t1, int) {
             thread_local AlignedBuffer blocks;
-            auto* q = reinterpret_cast<internal::ActQ8*>(Scratch(blocks, a.act_row_bytes));
+            uint8_t* q = Scratch(blocks, internal::ActRowBytes(base, in));
             for (int64_t t = t0; t < t1; ++t) {
-              internal::QuantizeActivations(internal::ActFormat::kQ8, x + t * in, in, reinterpret_cast<uint8_t*>(q));
-              internal::ScatterQ8Tiles(q, in, t, act);
-            }
-          });
-        } else if (fmt == internal::ActFormat::kQ8KTiles) {
-          // The same with Q8_K blocks.
-          std::memset(act, 0, internal::ActBytes(fmt, in, n));
-          pool.ParallelFor(n, std::max<int64_t>(1, 4096 / in), [&](int64_t t0, int64_t t1, int) {
-            thread_local AlignedBuffer blocks;
-            auto* q = reinterpret_cast<BlockQ8_K*>(
-                Scratch(blocks, internal::ActRowBytes(internal::ActFormat::kQ8K, in)));
-            for (int64_t t = t0; t < t1; ++t) {
-              internal::QuantizeActivations(internal::ActFormat::kQ8K, x + t * in, in,
-                                            reinterpret_cast<uint8_t*>(q));
-              internal::ScatterQ8KTiles(q, in, t, act);
+              internal::QuantizeActivations(base, x + t * in, in, q);
+              if (k) {
+                internal::ScatterQ8KTiles(reinterpret_cast<const BlockQ8_K*>(q), in, t, act);
+              } else {
+                internal::ScatterQ8Tiles(reinterpret_cast<const internal::ActQ8*>(q), in, t, act);
+              }
             }
           });
         } else {
@@ -233,7 +226,7 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   const int64_t threads = pool.num_threads();
   int64_t grain = (total_rows + threads * 4 - 1) / (threads * 4);
   grain = std::max<int64_t>(16, (grain + 7) / 8 * 8);
-  if (q8_amx) grain = (grain + 15) / 16 * 16;  // whole 16-row weight tiles
+  if (amx_on) grain = (grain + 15) / 16 * 16;  // whole 16-row weight tiles
   struct Chunk {
     int32_t product;
     int64_t r0, r1;
