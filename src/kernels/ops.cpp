@@ -32,6 +32,8 @@ uint8_t* Scratch(AlignedBuffer& buf, size_t bytes) {
 void CheckMatShapes(const TensorView& w) {
   SKIPKV_CHECK_MSG(w.data != nullptr, w.name.c_str());
   SKIPKV_CHECK_MSG(w.ne[0] % BlockSize(w.type) == 0, w.name.c_str());
+  SKIPKV_CHECK_MSG(w.type != DType::kQ4_Kx16 || w.NumRows() % 16 == 0,
+                   (w.name + ": q4_K_x16 weights come in whole groups of 16 rows").c_str());
 }
 
 // SKIPKV_SIMD=<target> caps the run-time dispatch (e.g. "avx2" on an AVX-512
@@ -155,8 +157,10 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   thread_local std::vector<Product> products;
   products.clear();
   int64_t total_rows = 0;
+  bool whole_groups = amx_on;  // 16-row weight tiles, or kQ4_Kx16 groups: chunks of whole ones
   for (const MatMulOut& o : outs) {
     const TensorView& w = *o.w;
+    whole_groups = whole_groups || w.type == DType::kQ4_Kx16;
     // BF16 weights take bf16 activations where the CPU has bf16 dot products.
     const bool bf16_dot = w.type == DType::kBF16 && internal::Bf16DotActive();
     const bool amx = amx_on && w.type == DType::kQ8_0;
@@ -226,7 +230,7 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   const int64_t threads = pool.num_threads();
   int64_t grain = (total_rows + threads * 4 - 1) / (threads * 4);
   grain = std::max<int64_t>(16, (grain + 7) / 8 * 8);
-  if (amx_on) grain = (grain + 15) / 16 * 16;  // whole 16-row weight tiles
+  if (whole_groups) grain = (grain + 15) / 16 * 16;
   struct Chunk {
     int32_t product;
     int64_t r0, r1;
@@ -344,5 +348,11 @@ void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks
 const char* SimdTargetName() { return internal::TargetNameSimd(); }
 bool Bf16DotProducts() { return internal::Bf16DotActive(); }
 std::string AmxStatus() { return internal::AmxStatus(); }
+bool InterleaveQ4KWanted() {
+  const char* env = std::getenv("SKIPKV_REPACK");
+  if (env != nullptr && std::string(env) == "0") return false;
+  const bool x86_int8 = internal::DispatchIsAvx3Dl() || internal::Q8WideActive();
+  return x86_int8 && internal::Q8_0AmxMode() == internal::AmxMode::kOff;
+}
 
 }  // namespace skipkv::kernels

@@ -135,6 +135,13 @@ bool Bf16DotProducts();
 // state and the dispatch runs AVX3_DL (matmul_amx_x86.cpp; opt-in until
 // measured on an AMX machine).
 std::string AmxStatus();
+// Whether Q4_K weight matrices should be interleaved into DType::kQ4_Kx16
+// (tensor/q4k_x16.h) before they reach MatMul: true when the dispatch runs an
+// x86 int8 target (AVX2, AVX3, AVX3_DL), unless SKIPKV_REPACK=0 or Q4_K runs
+// on AMX tiles (SKIPKV_AMX=1; they read the file's layout). MatMul takes
+// kQ4_Kx16 on every target either way. Its summation order is its own: its
+// results agree with the file layout's to float rounding, not bit for bit.
+bool InterleaveQ4KWanted();
 
 namespace ref {
 // Scalar references with the same contracts (single-threaded).

@@ -9,6 +9,7 @@
 
 #include "kernels/ops.h"
 #include "kernels/rope_freq.h"
+#include "tensor/q4k_x16.h"
 #include "tensor/quant.h"
 #include "util/check.h"
 #include "util/fp16.h"
@@ -17,6 +18,12 @@ namespace skipkv::kernels::ref {
 
 void GetRow(const TensorView& w, int64_t row, float* out) {
   SKIPKV_CHECK(row >= 0 && row < w.NumRows());
+  if (w.type == DType::kQ4_Kx16) {  // a row is spread over its group: take its Q4_K blocks out
+    std::vector<BlockQ4_K> blocks(static_cast<size_t>(w.ne[0] / kQK_K));
+    ExtractQ4KRow(w.data, w.ne[0], row, blocks.data());
+    DequantizeRow(DType::kQ4_K, blocks.data(), out, w.ne[0]);
+    return;
+  }
   DequantizeRow(w.type, w.Row(row), out, w.ne[0]);
 }
 
@@ -24,7 +31,7 @@ void MatMul(const TensorView& w, const float* x, int64_t n, float* y) {
   const int64_t in = w.ne[0], rows = w.NumRows();
   std::vector<float> wrow(static_cast<size_t>(in));
   for (int64_t r = 0; r < rows; ++r) {
-    DequantizeRow(w.type, w.Row(r), wrow.data(), in);
+    GetRow(w, r, wrow.data());
     for (int64_t t = 0; t < n; ++t) {
       const float* xt = x + t * in;
       double acc = 0.0;

@@ -64,6 +64,7 @@ inline ActFormat ActFormatFor(DType t) {
     case DType::kQ4_0:
       return ActFormat::kQ8;
     case DType::kQ4_K:
+    case DType::kQ4_Kx16:
     case DType::kQ6_K:
       return ActFormat::kQ8K;
     default:

@@ -13,7 +13,7 @@ namespace {
 
 // Sizes of every ggml type id we might meet in a GGUF file; `supported`
 // marks the ones skipkv computes with.
-constexpr std::array<DTypeInfo, 20> kTypes = {{
+constexpr std::array<DTypeInfo, 21> kTypes = {{
     {DType::kF32, "f32", 1, 4, true},
     {DType::kF16, "f16", 1, 2, true},
     {DType::kQ4_0, "q4_0", 32, 18, true},
@@ -34,13 +34,16 @@ constexpr std::array<DTypeInfo, 20> kTypes = {{
     {DType::kI64, "i64", 1, 8, false},
     {DType::kF64, "f64", 1, 8, false},
     {DType::kBF16, "bf16", 1, 2, true},
+    {DType::kQ4_Kx16, "q4_K_x16", 256, 144, true},
 }};
+
+bool IsInternal(DType t) { return static_cast<uint32_t>(t) >= kFirstInternalDType; }
 
 }  // namespace
 
 std::optional<DTypeInfo> LookupDType(uint32_t id) {
   for (const auto& info : kTypes) {
-    if (static_cast<uint32_t>(info.type) == id) return info;
+    if (static_cast<uint32_t>(info.type) == id && !IsInternal(info.type)) return info;
   }
   return std::nullopt;
 }
@@ -56,6 +59,7 @@ std::optional<DType> DTypeFromName(std::string_view name) {
   std::string lower(name);
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   for (const auto& info : kTypes) {
+    if (IsInternal(info.type)) continue;
     std::string n(info.name);
     std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
     if (n == lower) return info.type;

@@ -34,7 +34,11 @@ enum class DType : uint32_t {
   kI64 = 27,
   kF64 = 28,
   kBF16 = 30,
+  // skipkv's own layouts, never in a file (LookupDType rejects their ids).
+  kQ4_Kx16 = 1012,  // Q4_K rows interleaved in groups of 16 (BlockQ4_Kx16)
 };
+// Type ids from here on are skipkv-internal layouts.
+constexpr uint32_t kFirstInternalDType = 1000;
 
 struct DTypeInfo {
   DType type;
@@ -45,11 +49,12 @@ struct DTypeInfo {
 };
 
 // Information for every type GGUF defines that skipkv knows the size of;
-// nullopt for unknown type ids (a GGUF reader must reject those).
+// nullopt for unknown type ids (a GGUF reader must reject those) and for
+// skipkv's internal layouts (>= kFirstInternalDType), which no file holds.
 std::optional<DTypeInfo> LookupDType(uint32_t id);
 const DTypeInfo& GetDTypeInfo(DType t);  // CHECKs that t is known
 inline const char* DTypeName(DType t) { return GetDTypeInfo(t).name; }
-std::optional<DType> DTypeFromName(std::string_view name);  // "q8_0", "Q4_K", "f16", ...
+std::optional<DType> DTypeFromName(std::string_view name);  // "q8_0", "Q4_K", "f16", ... (file types only)
 
 inline int64_t BlockSize(DType t) { return GetDTypeInfo(t).block_size; }
 // Bytes for a row of n elements; n must be a multiple of BlockSize(t).
@@ -85,6 +90,25 @@ struct BlockQ4_K {
   uint8_t qs[kQK_K / 2];        // 4-bit quants, 64 elements per 32 bytes (low nibbles first)
 };
 static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block is 144 bytes");
+
+// kQ4_Kx16: the same numbers as 16 Q4_K rows r = 0..15 (a group), superblock
+// b of all 16 rows in one BlockQ4_Kx16, so that one SIMD lane per row
+// computes 16 dot products with no horizontal sums (tensor/q4k_x16.h
+// converts). A weight of this type has a multiple of 16 rows; rows 16g ..
+// 16g + 15 occupy the 16 * RowBytes bytes from row 16g on (so RowBytes and
+// NumBytes equal Q4_K's), but a single row is not contiguous. With (sc_j, m_j)
+// row r's 6-bit scale and min of sub-block j (get_scale_min_k4) and
+// q_e its 4-bit quant of element e = 32 j + i:
+struct BlockQ4_Kx16 {
+  f16_t d[16];         // row r's d
+  f16_t dmin[16];      // row r's dmin
+  uint8_t sc_lo[64];   // [j / 2][r]: low 4 bits of sc_j in bits 4 (j % 2) .. 4 (j % 2) + 3
+  uint8_t m_lo[64];    // [j / 2][r]: the same for m_j
+  uint16_t sc_hi[16];  // [r]: the top 2 bits of sc_j in bits 2 j, 2 j + 1
+  uint16_t m_hi[16];   // [r]: the same for m_j
+  uint8_t qs[32][64];  // [8 p + c][4 r + k]: q_e of e = 64 p + 4 c + k (low nibble), e + 32 (high)
+};
+static_assert(sizeof(BlockQ4_Kx16) == 16 * sizeof(BlockQ4_K), "a Q4_Kx16 block is 16 Q4_K blocks");
 
 // Q6_K: 16 sub-blocks of 16; value = d * scales[j] * (q - 32), q in [0, 63].
 struct BlockQ6_K {

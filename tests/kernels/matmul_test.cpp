@@ -14,6 +14,7 @@
 
 #include "kernels/ops.h"
 #include "simd_targets.h"
+#include "tensor/q4k_x16.h"
 #include "tensor/quant.h"
 
 namespace skipkv {
@@ -26,16 +27,19 @@ struct Weights {
   TensorView view;
 };
 
+// kQ4_Kx16: the Q4_K rows of the same seed, interleaved.
 Weights MakeWeights(DType t, int64_t in, int64_t rows, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.f, 1.f);
   Weights w;
-  w.bytes.resize(RowBytes(t, in) * rows);
+  const DType file_type = t == DType::kQ4_Kx16 ? DType::kQ4_K : t;
+  w.bytes.resize(RowBytes(file_type, in) * rows);
   std::vector<float> row(in);
   for (int64_t r = 0; r < rows; ++r) {
     for (auto& v : row) v = nd(rng);
-    QuantizeRow(t, row.data(), w.bytes.data() + r * RowBytes(t, in), in);
+    QuantizeRow(file_type, row.data(), w.bytes.data() + r * RowBytes(file_type, in), in);
   }
+  if (t == DType::kQ4_Kx16) InterleaveQ4KRows(w.bytes.data(), rows, in);
   w.view.name = "w";
   w.view.type = t;
   w.view.n_dims = 2;
@@ -76,7 +80,7 @@ std::vector<float> QuantisedActivations(DType t, const std::vector<float>& x) {
       const float d = amax / 127.f, id = d != 0.f ? 1.f / d : 0.f;
       for (int j = 0; j < 32; ++j) out[b * 32 + j] = std::nearbyint(x[b * 32 + j] * id) * d;
     }
-  } else if (t == DType::kQ4_K || t == DType::kQ6_K) {
+  } else if (t == DType::kQ4_K || t == DType::kQ4_Kx16 || t == DType::kQ6_K) {
     std::vector<BlockQ8_K> q(x.size() / 256);
     QuantizeRow(DType::kQ8_K, x.data(), q.data(), x.size());
     DequantizeRow(DType::kQ8_K, q.data(), out.data(), x.size());
@@ -223,6 +227,40 @@ TEST_P(MatMulTest, Q4KDecodeBeyondStackedPairSums) {
   ExpectBatchMatchesOracleAndMatVec(DType::kQ4_K, 128 * 256, 45, 2, 2, 43, 1);
 }
 
+// Q4_K interleaved in groups of 16 rows (DType::kQ4_Kx16): against the
+// oracle, across thread counts and as lone MatVecs, for decode-sized and
+// cache-blocked batches (in = 2560: several token blocks at n = 9; 1104 rows:
+// several row slices per chunk), with 1 to 4-token tiles.
+TEST_P(MatMulTest, Q4KInterleavedMatchesReferenceAndMatVec) {
+  ExpectBatchMatchesOracleAndMatVec(DType::kQ4_Kx16, 1536, 64, 1, 3, 61, 1);
+  ExpectBatchMatchesOracleAndMatVec(DType::kQ4_Kx16, 1536, 48, 7, 2, 62, 1);
+  ExpectBatchMatchesOracleAndMatVec(DType::kQ4_Kx16, 2560, 1104, 9, 2, 63, 4);
+}
+
+// The interleaved layout's results do not depend on the SIMD target (its
+// integers are exact and its float steps fixed: matmul_q4k_x16-inl.h), and
+// agree with the file layout's (another summation order) to float rounding.
+TEST(MatMulQ4KInterleaved, SameBitsOnEveryTargetCloseToFileLayout) {
+  const int64_t in = 768, rows = 32, n = 6;
+  const Weights wx = MakeWeights(DType::kQ4_Kx16, in, rows, 71);
+  const Weights wf = MakeWeights(DType::kQ4_K, in, rows, 71);
+  const auto x = RandomVec(in * n, 72, 0.5f);
+  ThreadPool pool(2);
+  std::vector<float> first;
+  for (const int64_t target : testing::CompiledSimdTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(kernels::SimdTargetName());
+    std::vector<float> yx(n * rows), yf(n * rows);
+    kernels::MatMul(wx.view, x.data(), n, yx.data(), pool);
+    kernels::MatMul(wf.view, x.data(), n, yf.data(), pool);
+    if (first.empty()) first = yx;
+    EXPECT_EQ(0, std::memcmp(first.data(), yx.data(), yx.size() * sizeof(float)));
+    for (size_t i = 0; i < yx.size(); ++i) EXPECT_NEAR(yx[i], yf[i], 1e-5f * (std::fabs(yf[i]) + 1.f)) << i;
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  EXPECT_FALSE(first.empty());
+}
+
 // A MatMulGroup of weights of every type (one shared quantisation per
 // activation format, one parallel loop over all their rows): each output
 // against the oracle on its quantised activations, and bit for bit equal to a
@@ -234,8 +272,9 @@ TEST_P(MatMulTest, GroupMatchesLoneProducts) {
   const struct {
     DType type;
     int64_t rows;
-  } parts[] = {{DType::kQ4_K, 133}, {DType::kQ6_K, 40}, {DType::kQ4_K, 7},  {DType::kQ8_0, 64},
-               {DType::kF16, 21},   {DType::kBF16, 9},  {DType::kQ4_0, 33}, {DType::kF32, 5}};
+  } parts[] = {{DType::kQ4_K, 133}, {DType::kQ6_K, 40}, {DType::kQ4_K, 7},
+               {DType::kQ8_0, 64},  {DType::kF16, 21},  {DType::kBF16, 9},
+               {DType::kQ4_0, 33},  {DType::kF32, 5},   {DType::kQ4_Kx16, 48}};
   std::vector<Weights> ws;
   for (size_t i = 0; i < std::size(parts); ++i) ws.push_back(MakeWeights(parts[i].type, in, parts[i].rows, 50 + i));
   for (const int64_t n : {1, 5}) {
@@ -293,6 +332,7 @@ TEST_P(MatMulTest, GuardedDecodeMatchesLoneProducts) {
   const std::vector<std::vector<std::pair<DType, int64_t>>> groups = {
       {{DType::kQ4_K, 133}, {DType::kQ6_K, 40}, {DType::kF16, 21}, {DType::kQ8_0, 64}},
       {{DType::kBF16, 9}, {DType::kQ4_0, 33}, {DType::kF32, 5}, {DType::kQ4_K, 7}},
+      {{DType::kQ4_Kx16, 64}, {DType::kQ6_K, 40}, {DType::kQ4_K, 7}},
       {{DType::kQ6_K, 300}}};
   for (size_t g = 0; g < groups.size(); ++g) {
     std::vector<Weights> ws;

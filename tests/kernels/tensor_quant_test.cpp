@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tensor/dtype.h"
+#include "tensor/q4k_x16.h"
 #include "tensor/quant.h"
 
 namespace skipkv {
@@ -283,6 +284,83 @@ TEST(QuantRoundTrip, Q4_KShiftedSubBlocks) {
   // Positive sub-blocks fit x ~= s * q with s ~= 13.1 / 15 (error <= s / 2);
   // the symmetric ones use their min and a fine scale.
   for (int i = 0; i < 256; ++i) EXPECT_NEAR(y[i], x[i], (i / 32) % 2 == 0 ? 0.45f : 0.08f) << i;
+}
+
+// ---- Q4_K interleaved in groups of 16 rows (tensor/q4k_x16.h) ----------------
+
+// Sub-block j's 6-bit (scale, min) written out from ggml's get_scale_min_k4.
+void ScaleMinK4(const uint8_t* q, int j, int* sc, int* m) {
+  *sc = j < 4 ? q[j] & 63 : (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
+  *m = j < 4 ? q[j + 4] & 63 : (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+}
+
+// Random bytes in every field (all 12 scale bytes' bits are meaningful),
+// rows x (in / 256) Q4_K blocks.
+std::vector<uint8_t> RandomQ4KRows(int64_t rows, int64_t in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> bytes(RowBytes(DType::kQ4_K, in) * rows);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  return bytes;
+}
+
+// Every field of every row lands where dtype.h's BlockQ4_Kx16 comments say.
+TEST(Q4KInterleave, FieldsWhereTheLayoutSays) {
+  const int64_t in = 512, rows = 32, nb = 2;
+  const auto src = RandomQ4KRows(rows, in, 5);
+  auto x = src;
+  InterleaveQ4KRows(x.data(), rows, in);
+  const auto* groups = reinterpret_cast<const BlockQ4_Kx16*>(x.data());
+  for (int64_t row = 0; row < rows; ++row) {
+    const auto* w = reinterpret_cast<const BlockQ4_K*>(src.data() + row * RowBytes(DType::kQ4_K, in));
+    const int r = static_cast<int>(row % 16);
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ4_Kx16& g = groups[(row / 16) * nb + b];
+      EXPECT_EQ(g.d[r], w[b].d);
+      EXPECT_EQ(g.dmin[r], w[b].dmin);
+      for (int j = 0; j < 8; ++j) {
+        int sc, m;
+        ScaleMinK4(w[b].scales, j, &sc, &m);
+        const int lo_sc = (g.sc_lo[(j / 2) * 16 + r] >> (4 * (j % 2))) & 15;
+        const int lo_m = (g.m_lo[(j / 2) * 16 + r] >> (4 * (j % 2))) & 15;
+        EXPECT_EQ(lo_sc | (((g.sc_hi[r] >> (2 * j)) & 3) << 4), sc) << "row " << row << " j " << j;
+        EXPECT_EQ(lo_m | (((g.m_hi[r] >> (2 * j)) & 3) << 4), m) << "row " << row << " j " << j;
+      }
+      for (int e = 0; e < 256; ++e) {  // element e's quant, as DequantQ4_K reads it
+        const int q = (w[b].qs[32 * (e / 64) + e % 32] >> (e % 64 < 32 ? 0 : 4)) & 15;
+        const int p = e / 64, c = (e % 32) / 4, k = e % 4;
+        EXPECT_EQ((g.qs[8 * p + c][4 * r + k] >> (e % 64 < 32 ? 0 : 4)) & 15, q)
+            << "row " << row << " e " << e;
+      }
+    }
+  }
+}
+
+// Lossless: each row taken back out is byte for byte the row that went in.
+TEST(Q4KInterleave, RowsComeBackExactly) {
+  for (const int64_t in : {256, 1536}) {
+    const int64_t rows = 48;
+    const auto src = RandomQ4KRows(rows, in, 11 + static_cast<uint32_t>(in));
+    auto x = src;
+    InterleaveQ4KRows(x.data(), rows, in);
+    EXPECT_NE(0, std::memcmp(x.data(), src.data(), src.size()));
+    std::vector<BlockQ4_K> row(in / 256);
+    for (int64_t r = 0; r < rows; ++r) {
+      ExtractQ4KRow(x.data(), in, r, row.data());
+      ASSERT_EQ(
+          0, std::memcmp(row.data(), src.data() + r * RowBytes(DType::kQ4_K, in), RowBytes(DType::kQ4_K, in)))
+          << "in " << in << " row " << r;
+    }
+  }
+}
+
+TEST(Q4KInterleave, OnlyWholeGroupsAndNeverAFileType) {
+  EXPECT_TRUE(CanInterleaveQ4K(16, 256));
+  EXPECT_FALSE(CanInterleaveQ4K(24, 256));
+  EXPECT_FALSE(CanInterleaveQ4K(0, 256));
+  EXPECT_FALSE(CanInterleaveQ4K(16, 128));
+  EXPECT_FALSE(LookupDType(static_cast<uint32_t>(DType::kQ4_Kx16)).has_value());
+  EXPECT_FALSE(DTypeFromName("q4_K_x16").has_value());
+  EXPECT_EQ(RowBytes(DType::kQ4_Kx16, 512), RowBytes(DType::kQ4_K, 512));
 }
 
 }  // namespace
