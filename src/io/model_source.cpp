@@ -41,7 +41,11 @@ std::unique_ptr<ModelSource> ModelSourceFromGguf(std::unique_ptr<GgufFile> file)
 
 std::string WeightsLoadDescription(const ModelSource& src) {
   if (src.path == kEmbeddedModelPath || src.path == kEmbeddedTestbedPath) return "embedded in the binary";
-  return src.weights_load == FileLoad::kRead ? "read into memory (huge pages advised)" : "mapped";
+  std::string d = src.weights_load == FileLoad::kRead ? "read into memory (huge pages advised)" : "mapped";
+  int interleaved = 0;
+  for (const TensorView& t : src.tensors) interleaved += t.type == DType::kQ4_Kx16;
+  if (interleaved > 0) d += ", " + std::to_string(interleaved) + " Q4_K tensors interleaved in 16-row groups";
+  return d;
 }
 
 StatusOr<std::unique_ptr<ModelSource>> OpenModel(const std::string& path, const std::string& tokenizer_path,

@@ -3,11 +3,16 @@
 // ne[0] = row length). Norm weights and biases become f32 vectors.
 #include "model/model.h"
 
-
+#include <algorithm>
 #include <string>
+#include <vector>
 
+#include "kernels/ops.h"
 #include "tensor/dtype.h"
+#include "tensor/q4k_x16.h"
 #include "tensor/quant.h"
+#include "util/logging.h"
+#include "util/mapped_file.h"
 
 namespace skipkv {
 
@@ -129,6 +134,34 @@ StatusOr<ModelWeights> BindWeights(const ModelSource& source, const ModelConfig&
     SKIPKV_ASSIGN_OR_RETURN(w.output, b.Matrix("output.weight", D, V, "[D, vocab]"));
   }
   return w;
+}
+
+int InterleaveQ4KWeights(ModelSource& source) {
+  if (source.weights_load != FileLoad::kRead || !kernels::InterleaveQ4KWanted()) return 0;
+  std::vector<TensorView*> todo;
+  const uint8_t *lo = nullptr, *hi = nullptr;
+  for (TensorView& t : source.tensors) {
+    if (t.type != DType::kQ4_K || t.ne[2] != 1 || t.ne[3] != 1 || !CanInterleaveQ4K(t.ne[1], t.ne[0]))
+      continue;
+    todo.push_back(&t);
+    lo = lo == nullptr ? t.data : std::min(lo, t.data);
+    hi = std::max(hi, t.data + t.NumBytes());
+  }
+  if (todo.empty()) return 0;
+  // The read region is private anonymous memory (MappedFile): writable for
+  // the rewrite, read-only again afterwards.
+  if (Status s = SetHugePagesWritable(lo, hi, true); !s.ok()) {
+    SKIPKV_LOG_WARN("%s: Q4_K weights keep the file's layout: %s", source.path.c_str(), s.message().c_str());
+    return 0;
+  }
+  for (TensorView* t : todo) {
+    InterleaveQ4KRows(const_cast<uint8_t*>(t->data), t->ne[1], t->ne[0]);
+    t->type = DType::kQ4_Kx16;
+  }
+  if (Status s = SetHugePagesWritable(lo, hi, false); !s.ok()) {
+    SKIPKV_LOG_WARN("%s: %s", source.path.c_str(), s.message().c_str());
+  }
+  return static_cast<int>(todo.size());
 }
 
 StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<const ModelSource> source) {

@@ -131,6 +131,17 @@ MappedFile::~MappedFile() {
   if (region_ != nullptr) ::munmap(region_, region_bytes_);
 }
 
+Status SetHugePagesWritable(const void* begin, const void* end, bool writable) {
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(begin) / kHugePageBytes * kHugePageBytes;
+  const uintptr_t hi = RoundUp(reinterpret_cast<uintptr_t>(end), kHugePageBytes);
+  if (hi <= lo) return Status::Ok();
+  if (::mprotect(reinterpret_cast<void*>(lo), hi - lo, writable ? PROT_READ | PROT_WRITE : PROT_READ) != 0) {
+    return IoError("cannot make " + std::to_string(hi - lo) + " bytes of weights " +
+                   (writable ? "writable" : "read-only") + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::string> ReadFileToString(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return IoError("cannot open '" + path + "': " + std::strerror(errno));

@@ -54,6 +54,12 @@ class MappedFile {
   size_t region_bytes_ = 0;
 };
 
+// Makes the bytes [begin, end) writable (or read-only again), widened to
+// whole 2 MiB pages so that huge pages are not split: for rewriting weights
+// read with FileLoad::kRead in place, whose region is 2 MiB aligned and a
+// whole number of 2 MiB long. Errors name the range and errno's text.
+Status SetHugePagesWritable(const void* begin, const void* end, bool writable);
+
 // Reads a whole (small) file into a string, e.g. config.json.
 StatusOr<std::string> ReadFileToString(const std::string& path);
 

@@ -4,11 +4,15 @@
 // K/V. Tolerance: max |error| / max |logit| per row <= 1e-4 with f32 weights
 // and f32 KV.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <numeric>
 
+#include "io/make_model.h"
+#include "kernels/ops.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "model_test_util.h"
@@ -81,8 +85,12 @@ std::vector<RefToken> RandomSeq(const TinySpec& s, int n, uint64_t seed) {
 
 class ForwardFixture {
  public:
-  explicit ForwardFixture(const TinySpec& spec) : tiny(MakeTinyModel(spec)) {
-    auto m = Model::Load(tiny.source);
+  explicit ForwardFixture(const TinySpec& spec) : tiny(MakeTinyModel(spec)) { Load(tiny.source); }
+  // A model from elsewhere (a file); `tiny` stays empty.
+  explicit ForwardFixture(std::shared_ptr<const ModelSource> source) { Load(std::move(source)); }
+
+  void Load(std::shared_ptr<const ModelSource> source) {
+    auto m = Model::Load(std::move(source));
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     if (m.ok()) model = std::move(m).value();
     if (model) pass = std::make_unique<ForwardPass>(*model);
@@ -208,8 +216,77 @@ INSTANTIATE_TEST_SUITE_P(
                       RefCase{"qwen2_q8_0_weights", QuantSpec(DType::kQ8_0, 64), 3e-2},
                       RefCase{"qwen2_q4_0_weights", QuantSpec(DType::kQ4_0, 64), 3e-2},
                       RefCase{"qwen2_q4_K_weights", QuantSpec(DType::kQ4_K, 256), 3e-2},
+                      RefCase{"qwen2_q4_K_x16_weights",
+                              [] {
+                                TinySpec s = QuantSpec(DType::kQ4_K, 256);
+                                s.interleave_q4k = true;
+                                return s;
+                              }(),
+                              3e-2},
                       RefCase{"qwen2_q6_K_weights", QuantSpec(DType::kQ6_K, 256), 3e-2}),
     [](const ::testing::TestParamInfo<RefCase>& info) { return std::string(info.param.name); });
+
+// The logits of two models fed the same tokens (a prefill, then one token a
+// call) differ by at most `tol` relative to the largest logit.
+void ExpectSameLogits(ForwardFixture& a, ForwardFixture& b, const std::vector<RefToken>& seq, size_t prefill,
+                      double tol) {
+  auto ca = a.NewCache(), cb = b.NewCache();
+  double worst = 0;
+  for (size_t begin = 0; begin < seq.size();) {
+    const size_t end = begin == 0 ? prefill : begin + 1;
+    const auto ra = a.Feed(*ca, seq, begin, end), rb = b.Feed(*cb, seq, begin, end);
+    EXPECT_EQ(ra.size(), end - begin);
+    EXPECT_EQ(rb.size(), end - begin);
+    for (size_t t = 0; t < ra.size() && t < rb.size(); ++t)
+      worst = std::max(worst, RelErr(ra[t].data(), rb[t]));
+    begin = end;
+  }
+  EXPECT_LE(worst, tol);
+  std::printf("max relative logits difference: %.3g\n", worst);
+}
+
+// InterleaveQ4KWeights on a model file: weights read into memory are
+// rewritten in place (every Q4_K matrix of whole 16-row groups, the token
+// embedding included, whose rows GetRow then takes out of their groups);
+// mapped weights are left alone. Both compute the same logits up to the
+// activations' int8 quantisation (the two layouts sum in different orders, and
+// a last-bit difference can move an activation to the next int8 step: the
+// reference tests' 3e-2; the per-product agreement is in the kernel tests).
+TEST(ModelForward, ReadQ4KWeightsAreInterleavedInPlace) {
+  MakeModelOptions o;
+  o.preset = "tiny-llama";
+  o.shape = *LookupModelPreset("tiny-llama");
+  o.type = *ParseWeightType("q4_k");
+  o.seed = 8;
+  o.threads = 1;
+  o.output_path =
+      (std::filesystem::temp_directory_path() / ("skipkv_x16_" + std::to_string(::getpid()) + ".gguf"))
+          .string();
+  ASSERT_TRUE(MakeRandomModel(o).ok());
+  auto mapped = OpenModel(o.output_path, "", FileLoad::kMap);
+  auto read = OpenModel(o.output_path, "", FileLoad::kRead);
+  std::filesystem::remove(o.output_path);
+  ASSERT_TRUE(mapped.ok() && read.ok());
+  EXPECT_EQ(InterleaveQ4KWeights(**mapped), 0);
+  if (!kernels::InterleaveQ4KWanted()) {
+    EXPECT_EQ(InterleaveQ4KWeights(**read), 0);
+    GTEST_SKIP() << "the kernels want the file layout here (not x86 AVX2/AVX-512, SKIPKV_REPACK=0 or AMX)";
+  }
+  int q4k = 0;
+  for (const TensorView& t : (*mapped)->tensors) q4k += t.type == DType::kQ4_K && t.NumRows() % 16 == 0;
+  ASSERT_GT(q4k, 0);
+  EXPECT_EQ(InterleaveQ4KWeights(**read), q4k);
+  EXPECT_EQ((*read)->FindTensor("token_embd.weight")->type, DType::kQ4_Kx16);
+  EXPECT_NE(WeightsLoadDescription(**read).find(std::to_string(q4k) + " Q4_K tensors interleaved"),
+            std::string::npos);
+  ForwardFixture a(std::shared_ptr<const ModelSource>(std::move(*mapped)));
+  ForwardFixture b(std::shared_ptr<const ModelSource>(std::move(*read)));
+  ASSERT_NE(a.model, nullptr);
+  ASSERT_NE(b.model, nullptr);
+  TinySpec vocab_only;
+  vocab_only.vocab = a.model->config().vocab_size;
+  ExpectSameLogits(a, b, RandomSeq(vocab_only, 12, 32), 9, 3e-2);
+}
 
 // ---- Equivalences ---------------------------------------------------------------
 
