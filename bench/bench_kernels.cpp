@@ -26,14 +26,18 @@
 #include <vector>
 
 #include "kernels/ops.h"
+#include "tensor/interleaved.h"
 #include "tensor/quant.h"
 #include "util/aligned_buffer.h"
 
 namespace skipkv {
 namespace {
 
-constexpr DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,
-                            DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+// kQ4_Kx16, kQ8_0x16 (last): the Q4_K / Q8_0 matrix interleaved in 16-row groups, as the model
+// layer loads it.
+constexpr DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16,    DType::kQ8_0,   DType::kQ4_0,
+                            DType::kQ4_K, DType::kQ6_K, DType::kQ4_Kx16, DType::kQ8_0x16};
+constexpr int kNumTypes = static_cast<int>(std::size(kTypes));
 struct Shape {
   int64_t rows, in;
 };
@@ -52,15 +56,17 @@ Matrix& GetMatrix(DType t, Shape s, int copies) {
   auto& slot = cache[key];
   if (!slot) {
     slot = std::make_unique<Matrix>();
-    const size_t row_bytes = RowBytes(t, s.in);
+    const DType file_type = FileTypeOf(t);
+    const size_t row_bytes = RowBytes(file_type, s.in);
     AlignedBuffer first(row_bytes * s.rows);
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.f, 0.05f);
     std::vector<float> row(s.in);
     for (int64_t r = 0; r < s.rows; ++r) {
       for (auto& v : row) v = nd(rng);
-      QuantizeRow(t, row.data(), first.as<uint8_t>() + r * row_bytes, s.in);
+      QuantizeRow(file_type, row.data(), first.as<uint8_t>() + r * row_bytes, s.in);
     }
+    if (file_type != t) InterleaveRows(file_type, first.as<uint8_t>(), s.rows, s.in);
     for (int c = 1; c < copies; ++c) {
       AlignedBuffer b(first.size());
       std::memcpy(b.data(), first.data(), first.size());
@@ -110,7 +116,7 @@ void BM_MatVec(benchmark::State& state) {
 
 void MatVecArgs(benchmark::internal::Benchmark* b) {
   const bool huge = std::getenv("SKIPKV_BENCH_HUGE") != nullptr;
-  for (int ti = 0; ti < 7; ++ti) {
+  for (int ti = 0; ti < kNumTypes; ++ti) {
     for (int si = 0; si < (huge ? 4 : 3); ++si) {
       for (int threads : {1, 2}) b->Args({ti, si, threads, 1});
     }
@@ -141,7 +147,7 @@ void BM_MatMul(benchmark::State& state) {
                  " n=" + std::to_string(n));
 }
 void MatMulArgs(benchmark::internal::Benchmark* b) {
-  for (int ti = 0; ti < 7; ++ti) {
+  for (int ti = 0; ti < kNumTypes; ++ti) {
     for (int n : {16, 128}) b->Args({ti, 1, n, 2});
     b->Args({ti, 1, 512, 2});  // as in a pp512 prefill
     b->Args({ti, 2, 128, 2});  // the FFN down projection: 35 KiB of f32 activations a token

@@ -71,7 +71,7 @@ StatusOr<std::unique_ptr<Engine::Impl>> Engine::Impl::Create(const EngineOptions
   impl->options = options;
   const std::string path = options.model_path.empty() ? std::string(kEmbeddedModelPath) : options.model_path;
   SKIPKV_ASSIGN_OR_RETURN(std::unique_ptr<ModelSource> src, OpenModel(path, options.tokenizer_path, options.weights));
-  InterleaveQ4KWeights(*src);  // before the source is shared: read weights are rewritten in place
+  InterleaveWeights(*src);  // before the source is shared: read weights are rewritten in place
   impl->source = std::shared_ptr<const ModelSource>(std::move(src));
   SKIPKV_ASSIGN_OR_RETURN(impl->model, Model::Load(impl->source));
   SKIPKV_ASSIGN_OR_RETURN(impl->tokenizer, Tokenizer::FromModelSource(*impl->source));

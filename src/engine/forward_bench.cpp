@@ -260,7 +260,7 @@ StatusOr<std::unique_ptr<ForwardBench>> ForwardBench::Open(const std::string& mo
   SKIPKV_RETURN_IF_ERROR(ValidateKvPolicyConfig(kv));
   auto impl = std::make_unique<Impl>();
   SKIPKV_ASSIGN_OR_RETURN(auto src, OpenModel(model_path, "", weights));
-  InterleaveQ4KWeights(*src);  // before the source is shared: read weights are rewritten in place
+  InterleaveWeights(*src);  // before the source is shared: read weights are rewritten in place
   impl->source = std::shared_ptr<const ModelSource>(std::move(src));
   SKIPKV_ASSIGN_OR_RETURN(impl->model, Model::Load(impl->source));
   impl->kv_type = kv_type;

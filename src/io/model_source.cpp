@@ -8,6 +8,7 @@
 #include "io/embedded/embedded_model.h"
 #include "io/hf_checkpoint.h"
 #include "io/llama2c.h"
+#include "tensor/interleaved.h"
 
 namespace skipkv {
 namespace fs = std::filesystem;
@@ -43,8 +44,8 @@ std::string WeightsLoadDescription(const ModelSource& src) {
   if (src.path == kEmbeddedModelPath || src.path == kEmbeddedTestbedPath) return "embedded in the binary";
   std::string d = src.weights_load == FileLoad::kRead ? "read into memory (huge pages advised)" : "mapped";
   int interleaved = 0;
-  for (const TensorView& t : src.tensors) interleaved += t.type == DType::kQ4_Kx16;
-  if (interleaved > 0) d += ", " + std::to_string(interleaved) + " Q4_K tensors interleaved in 16-row groups";
+  for (const TensorView& t : src.tensors) interleaved += FileTypeOf(t.type) != t.type;
+  if (interleaved > 0) d += ", " + std::to_string(interleaved) + " tensors interleaved in 16-row groups";
   return d;
 }
 

@@ -48,8 +48,8 @@ StatusOr<std::unique_ptr<ModelSource>> OpenModel(const std::string& path, const 
                                                  FileLoad weights = FileLoad::kMap);
 
 // For logs: "read into memory (huge pages advised)", "mapped" or "embedded in
-// the binary", plus ", N Q4_K tensors interleaved in 16-row groups" when the
-// model layer rewrote some (InterleaveQ4KWeights).
+// the binary", plus ", N tensors interleaved in 16-row groups" when the
+// model layer rewrote some (InterleaveWeights).
 std::string WeightsLoadDescription(const ModelSource& src);
 
 // Wraps an already opened GGUF file (e.g. the embedded default model).

@@ -830,7 +830,7 @@ HWY_INLINE void Q6_KRowDot(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_
 }
 
 #include "kernels/matmul_vnni-inl.h"
-#include "kernels/matmul_q4k_x16-inl.h"
+#include "kernels/matmul_x16-inl.h"
 
 // ---- Row-range driver -----------------------------------------------------------
 
@@ -996,7 +996,8 @@ void MatRowsT(const MatArgs& a, int64_t r0, int64_t r1) {
     case DType::kF32: return FloatRows<float>(a, r0, r1);
     case DType::kF16: return FloatRows<f16_t>(a, r0, r1);
     case DType::kBF16: return FloatRows<Bf16Tag>(a, r0, r1);
-    case DType::kQ4_Kx16: return Q4_Kx16Rows(a, r0, r1);
+    case DType::kQ4_Kx16: return X16Rows<Q4_Kx16Kind>(a, r0, r1);
+    case DType::kQ8_0x16: return X16Rows<Q8_0x16Kind>(a, r0, r1);
 #if SKIPKV_VNNI
     case DType::kQ8_0: return Int8RowsVnni<Q8_0Vnni>(a, r0, r1);
     case DType::kQ4_0: return Int8RowsVnni<Q4_0Vnni>(a, r0, r1);

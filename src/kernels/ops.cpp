@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/simd_internal.h"
+#include "tensor/interleaved.h"
 #include "tensor/quant.h"
 #include "util/aligned_buffer.h"
 #include "util/check.h"
@@ -32,8 +33,8 @@ uint8_t* Scratch(AlignedBuffer& buf, size_t bytes) {
 void CheckMatShapes(const TensorView& w) {
   SKIPKV_CHECK_MSG(w.data != nullptr, w.name.c_str());
   SKIPKV_CHECK_MSG(w.ne[0] % BlockSize(w.type) == 0, w.name.c_str());
-  SKIPKV_CHECK_MSG(w.type != DType::kQ4_Kx16 || w.NumRows() % 16 == 0,
-                   (w.name + ": q4_K_x16 weights come in whole groups of 16 rows").c_str());
+  SKIPKV_CHECK_MSG(FileTypeOf(w.type) == w.type || w.NumRows() % 16 == 0,
+                   (w.name + ": interleaved weights come in whole groups of 16 rows").c_str());
 }
 
 // SKIPKV_SIMD=<target> caps the run-time dispatch (e.g. "avx2" on an AVX-512
@@ -160,7 +161,7 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   bool whole_groups = amx_on;  // 16-row weight tiles, or kQ4_Kx16 groups: chunks of whole ones
   for (const MatMulOut& o : outs) {
     const TensorView& w = *o.w;
-    whole_groups = whole_groups || w.type == DType::kQ4_Kx16;
+    whole_groups = whole_groups || FileTypeOf(w.type) != w.type;
     // BF16 weights take bf16 activations where the CPU has bf16 dot products.
     const bool bf16_dot = w.type == DType::kBF16 && internal::Bf16DotActive();
     const bool amx = amx_on && w.type == DType::kQ8_0;
@@ -348,7 +349,7 @@ void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks
 const char* SimdTargetName() { return internal::TargetNameSimd(); }
 bool Bf16DotProducts() { return internal::Bf16DotActive(); }
 std::string AmxStatus() { return internal::AmxStatus(); }
-bool InterleaveQ4KWanted() {
+bool InterleavedWeightsWanted() {
   const char* env = std::getenv("SKIPKV_REPACK");
   if (env != nullptr && std::string(env) == "0") return false;
   const bool x86_int8 = internal::DispatchIsAvx3Dl() || internal::Q8WideActive();

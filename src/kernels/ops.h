@@ -32,7 +32,8 @@ struct RopeParams {
 };
 
 // ---- Matrix products --------------------------------------------------------
-// Supported weight types: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K. For the
+// Supported weight types: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, and the
+// interleaved Q4_K and Q8_0 (InterleavedWeightsWanted below). For the
 // quantised types the activations are quantised once per call (Q8_0/Q4_0:
 // 32-blocks of int8 with an f32 scale; Q4_K/Q6_K: ggml's Q8_K) and the dot
 // products run in int8, as llama.cpp does, so results differ from ref:: by
@@ -135,13 +136,14 @@ bool Bf16DotProducts();
 // state and the dispatch runs AVX3_DL (matmul_amx_x86.cpp; opt-in until
 // measured on an AMX machine).
 std::string AmxStatus();
-// Whether Q4_K weight matrices should be interleaved into DType::kQ4_Kx16
-// (tensor/q4k_x16.h) before they reach MatMul: true when the dispatch runs an
-// x86 int8 target (AVX2, AVX3, AVX3_DL), unless SKIPKV_REPACK=0 or Q4_K runs
-// on AMX tiles (SKIPKV_AMX=1; they read the file's layout). MatMul takes
-// kQ4_Kx16 on every target either way. Its summation order is its own: its
-// results agree with the file layout's to float rounding, not bit for bit.
-bool InterleaveQ4KWanted();
+// Whether Q4_K and Q8_0 weight matrices should be interleaved in groups of 16
+// rows (DType::kQ4_Kx16, kQ8_0x16; tensor/interleaved.h) before they reach
+// MatMul: true when the dispatch runs an x86 int8 target (AVX2, AVX3,
+// AVX3_DL), unless SKIPKV_REPACK=0 or the AMX tiles are on (SKIPKV_AMX=1;
+// they read the file's layout). MatMul takes the interleaved types on every
+// target either way. Their summation order is their own: results agree with
+// the file layout's to float rounding, not bit for bit.
+bool InterleavedWeightsWanted();
 
 namespace ref {
 // Scalar references with the same contracts (single-threaded).

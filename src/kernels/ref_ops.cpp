@@ -9,7 +9,7 @@
 
 #include "kernels/ops.h"
 #include "kernels/rope_freq.h"
-#include "tensor/q4k_x16.h"
+#include "tensor/interleaved.h"
 #include "tensor/quant.h"
 #include "util/check.h"
 #include "util/fp16.h"
@@ -18,10 +18,10 @@ namespace skipkv::kernels::ref {
 
 void GetRow(const TensorView& w, int64_t row, float* out) {
   SKIPKV_CHECK(row >= 0 && row < w.NumRows());
-  if (w.type == DType::kQ4_Kx16) {  // a row is spread over its group: take its Q4_K blocks out
-    std::vector<BlockQ4_K> blocks(static_cast<size_t>(w.ne[0] / kQK_K));
-    ExtractQ4KRow(w.data, w.ne[0], row, blocks.data());
-    DequantizeRow(DType::kQ4_K, blocks.data(), out, w.ne[0]);
+  if (const DType file = FileTypeOf(w.type); file != w.type) {  // interleaved: take the row out of its group
+    std::vector<uint8_t> bytes(RowBytes(file, w.ne[0]));
+    ExtractRow(w.type, w.data, w.ne[0], row, bytes.data());
+    DequantizeRow(file, bytes.data(), out, w.ne[0]);
     return;
   }
   DequantizeRow(w.type, w.Row(row), out, w.ne[0]);

@@ -61,6 +61,7 @@ inline size_t ActQ8WideScaleBytes(int64_t nb) { return (static_cast<size_t>(nb) 
 inline ActFormat ActFormatFor(DType t) {
   switch (t) {
     case DType::kQ8_0:
+    case DType::kQ8_0x16:
     case DType::kQ4_0:
       return ActFormat::kQ8;
     case DType::kQ4_K:

@@ -4,12 +4,13 @@
 #include "model/model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
 #include "kernels/ops.h"
 #include "tensor/dtype.h"
-#include "tensor/q4k_x16.h"
+#include "tensor/interleaved.h"
 #include "tensor/quant.h"
 #include "util/logging.h"
 #include "util/mapped_file.h"
@@ -136,13 +137,12 @@ StatusOr<ModelWeights> BindWeights(const ModelSource& source, const ModelConfig&
   return w;
 }
 
-int InterleaveQ4KWeights(ModelSource& source) {
-  if (source.weights_load != FileLoad::kRead || !kernels::InterleaveQ4KWanted()) return 0;
+int InterleaveWeights(ModelSource& source) {
+  if (source.weights_load != FileLoad::kRead || !kernels::InterleavedWeightsWanted()) return 0;
   std::vector<TensorView*> todo;
   const uint8_t *lo = nullptr, *hi = nullptr;
   for (TensorView& t : source.tensors) {
-    if (t.type != DType::kQ4_K || t.ne[2] != 1 || t.ne[3] != 1 || !CanInterleaveQ4K(t.ne[1], t.ne[0]))
-      continue;
+    if (t.ne[2] != 1 || t.ne[3] != 1 || !CanInterleave(t.type, t.ne[1], t.ne[0])) continue;
     todo.push_back(&t);
     lo = lo == nullptr ? t.data : std::min(lo, t.data);
     hi = std::max(hi, t.data + t.NumBytes());
@@ -151,13 +151,16 @@ int InterleaveQ4KWeights(ModelSource& source) {
   // The read region is private anonymous memory (MappedFile): writable for
   // the rewrite, read-only again afterwards.
   if (Status s = SetHugePagesWritable(lo, hi, true); !s.ok()) {
-    SKIPKV_LOG_WARN("%s: Q4_K weights keep the file's layout: %s", source.path.c_str(), s.message().c_str());
+    SKIPKV_LOG_WARN("%s: the weights keep the file's layout: %s", source.path.c_str(), s.message().c_str());
     return 0;
   }
+  const auto start = std::chrono::steady_clock::now();
   for (TensorView* t : todo) {
-    InterleaveQ4KRows(const_cast<uint8_t*>(t->data), t->ne[1], t->ne[0]);
-    t->type = DType::kQ4_Kx16;
+    InterleaveRows(t->type, const_cast<uint8_t*>(t->data), t->ne[1], t->ne[0]);
+    t->type = *InterleavedType(t->type);
   }
+  SKIPKV_LOG_INFO("%s: %zu tensors interleaved in 16-row groups in %.2f s", source.path.c_str(), todo.size(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (Status s = SetHugePagesWritable(lo, hi, false); !s.ok()) {
     SKIPKV_LOG_WARN("%s: %s", source.path.c_str(), s.message().c_str());
   }

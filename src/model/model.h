@@ -59,16 +59,16 @@ class Model {
   ModelWeights weights_;
 };
 
-// Rewrites the source's Q4_K matrices in place into the kernels' 16-row
-// interleaved layout (DType::kQ4_Kx16, tensor/q4k_x16.h), before Model::Load
-// binds them: when kernels::InterleaveQ4KWanted() and the weights were read
-// into memory (FileLoad::kRead). Mapped and embedded weights keep the file's
-// layout: rewriting them would turn page-cache pages shared with other
-// processes into private copies. Only whole groups of 16 rows are
-// interleaved; the rest stay Q4_K. Returns how many tensors were rewritten;
-// if the memory cannot be made writable, logs why and returns 0 (the file
-// layout still computes).
-int InterleaveQ4KWeights(ModelSource& source);
+// Rewrites the source's Q4_K and Q8_0 matrices in place into the kernels'
+// 16-row interleaved layouts (DType::kQ4_Kx16, kQ8_0x16; tensor/interleaved.h),
+// before Model::Load binds them: when kernels::InterleavedWeightsWanted() and
+// the weights were read into memory (FileLoad::kRead). Mapped and embedded
+// weights keep the file's layout: rewriting them would turn page-cache pages
+// shared with other processes into private copies. Only whole groups of 16
+// rows are interleaved; the rest keep their type. Returns how many tensors
+// were rewritten; if the memory cannot be made writable, logs why and returns
+// 0 (the file layout still computes).
+int InterleaveWeights(ModelSource& source);
 
 // Binds the weights of `source` for `config` (used by Model::Load; exposed for tests).
 StatusOr<ModelWeights> BindWeights(const ModelSource& source, const ModelConfig& config);

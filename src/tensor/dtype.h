@@ -35,6 +35,7 @@ enum class DType : uint32_t {
   kF64 = 28,
   kBF16 = 30,
   // skipkv's own layouts, never in a file (LookupDType rejects their ids).
+  kQ8_0x16 = 1008,  // Q8_0 rows interleaved in groups of 16 (BlockQ8_0x16)
   kQ4_Kx16 = 1012,  // Q4_K rows interleaved in groups of 16 (BlockQ4_Kx16)
 };
 // Type ids from here on are skipkv-internal layouts.
@@ -79,6 +80,14 @@ struct BlockQ8_0 {
 };
 static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block is 34 bytes");
 
+// kQ8_0x16: 16 Q8_0 rows r = 0..15 (a group), block b of all 16 in one
+// BlockQ8_0x16, laid out as kQ4_Kx16 is (see there; tensor/interleaved.h).
+struct BlockQ8_0x16 {
+  f16_t d[16];       // row r's d
+  int8_t qs[8][64];  // [c][4 r + k]: row r's q of element 4 c + k
+};
+static_assert(sizeof(BlockQ8_0x16) == 16 * sizeof(BlockQ8_0), "a Q8_0x16 block is 16 Q8_0 blocks");
+
 constexpr int kQK_K = 256;        // super-block size of the K-quants
 constexpr int kKScaleBytes = 12;  // packed 6-bit scales and mins of Q4_K
 
@@ -93,7 +102,7 @@ static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block is 144 bytes");
 
 // kQ4_Kx16: the same numbers as 16 Q4_K rows r = 0..15 (a group), superblock
 // b of all 16 rows in one BlockQ4_Kx16, so that one SIMD lane per row
-// computes 16 dot products with no horizontal sums (tensor/q4k_x16.h
+// computes 16 dot products with no horizontal sums (tensor/interleaved.h
 // converts). A weight of this type has a multiple of 16 rows; rows 16g ..
 // 16g + 15 occupy the 16 * RowBytes bytes from row 16g on (so RowBytes and
 // NumBytes equal Q4_K's), but a single row is not contiguous. With (sc_j, m_j)

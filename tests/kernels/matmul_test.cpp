@@ -14,7 +14,7 @@
 
 #include "kernels/ops.h"
 #include "simd_targets.h"
-#include "tensor/q4k_x16.h"
+#include "tensor/interleaved.h"
 #include "tensor/quant.h"
 
 namespace skipkv {
@@ -27,19 +27,19 @@ struct Weights {
   TensorView view;
 };
 
-// kQ4_Kx16: the Q4_K rows of the same seed, interleaved.
+// kQ4_Kx16 / kQ8_0x16: the Q4_K / Q8_0 rows of the same seed, interleaved.
 Weights MakeWeights(DType t, int64_t in, int64_t rows, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.f, 1.f);
   Weights w;
-  const DType file_type = t == DType::kQ4_Kx16 ? DType::kQ4_K : t;
+  const DType file_type = FileTypeOf(t);
   w.bytes.resize(RowBytes(file_type, in) * rows);
   std::vector<float> row(in);
   for (int64_t r = 0; r < rows; ++r) {
     for (auto& v : row) v = nd(rng);
     QuantizeRow(file_type, row.data(), w.bytes.data() + r * RowBytes(file_type, in), in);
   }
-  if (t == DType::kQ4_Kx16) InterleaveQ4KRows(w.bytes.data(), rows, in);
+  if (file_type != t) InterleaveRows(file_type, w.bytes.data(), rows, in);
   w.view.name = "w";
   w.view.type = t;
   w.view.n_dims = 2;
@@ -73,7 +73,7 @@ float RoundToBf16(float v) {
 // amax/127; K-quants see Q8_K (the reference QuantizeRow).
 std::vector<float> QuantisedActivations(DType t, const std::vector<float>& x) {
   std::vector<float> out(x.size());
-  if (t == DType::kQ8_0 || t == DType::kQ4_0) {
+  if (t == DType::kQ8_0 || t == DType::kQ8_0x16 || t == DType::kQ4_0) {
     for (size_t b = 0; b < x.size() / 32; ++b) {
       float amax = 0;
       for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
@@ -227,23 +227,26 @@ TEST_P(MatMulTest, Q4KDecodeBeyondStackedPairSums) {
   ExpectBatchMatchesOracleAndMatVec(DType::kQ4_K, 128 * 256, 45, 2, 2, 43, 1);
 }
 
-// Q4_K interleaved in groups of 16 rows (DType::kQ4_Kx16): against the
+// Q4_K and Q8_0 interleaved in groups of 16 rows (kQ4_Kx16, kQ8_0x16): against the
 // oracle, across thread counts and as lone MatVecs, for decode-sized and
 // cache-blocked batches (in = 2560: several token blocks at n = 9; 1104 rows:
 // several row slices per chunk), with 1 to 4-token tiles.
-TEST_P(MatMulTest, Q4KInterleavedMatchesReferenceAndMatVec) {
-  ExpectBatchMatchesOracleAndMatVec(DType::kQ4_Kx16, 1536, 64, 1, 3, 61, 1);
-  ExpectBatchMatchesOracleAndMatVec(DType::kQ4_Kx16, 1536, 48, 7, 2, 62, 1);
-  ExpectBatchMatchesOracleAndMatVec(DType::kQ4_Kx16, 2560, 1104, 9, 2, 63, 4);
+TEST_P(MatMulTest, InterleavedMatchesReferenceAndMatVec) {
+  for (const DType t : {DType::kQ4_Kx16, DType::kQ8_0x16}) {
+    ExpectBatchMatchesOracleAndMatVec(t, 1536, 64, 1, 3, 61, 1);
+    ExpectBatchMatchesOracleAndMatVec(t, 1536, 48, 7, 2, 62, 1);
+    ExpectBatchMatchesOracleAndMatVec(t, 2560, 1104, 9, 2, 63, 4);
+  }
+  ExpectBatchMatchesOracleAndMatVec(DType::kQ8_0x16, 96, 32, 5, 2, 64, 1);  // an odd number of blocks
 }
 
 // The interleaved layout's results do not depend on the SIMD target (its
-// integers are exact and its float steps fixed: matmul_q4k_x16-inl.h), and
+// integers are exact and its float steps fixed: matmul_x16-inl.h), and
 // agree with the file layout's (another summation order) to float rounding.
-TEST(MatMulQ4KInterleaved, SameBitsOnEveryTargetCloseToFileLayout) {
+void ExpectSameBitsOnEveryTargetCloseToFileLayout(DType type) {
   const int64_t in = 768, rows = 32, n = 6;
-  const Weights wx = MakeWeights(DType::kQ4_Kx16, in, rows, 71);
-  const Weights wf = MakeWeights(DType::kQ4_K, in, rows, 71);
+  const Weights wx = MakeWeights(type, in, rows, 71);
+  const Weights wf = MakeWeights(FileTypeOf(type), in, rows, 71);
   const auto x = RandomVec(in * n, 72, 0.5f);
   ThreadPool pool(2);
   std::vector<float> first;
@@ -261,6 +264,13 @@ TEST(MatMulQ4KInterleaved, SameBitsOnEveryTargetCloseToFileLayout) {
   EXPECT_FALSE(first.empty());
 }
 
+TEST(MatMulInterleaved, SameBitsOnEveryTargetCloseToFileLayout) {
+  for (const DType x : {DType::kQ4_Kx16, DType::kQ8_0x16}) {
+    SCOPED_TRACE(DTypeName(x));
+    ExpectSameBitsOnEveryTargetCloseToFileLayout(x);
+  }
+}
+
 // A MatMulGroup of weights of every type (one shared quantisation per
 // activation format, one parallel loop over all their rows): each output
 // against the oracle on its quantised activations, and bit for bit equal to a
@@ -272,9 +282,9 @@ TEST_P(MatMulTest, GroupMatchesLoneProducts) {
   const struct {
     DType type;
     int64_t rows;
-  } parts[] = {{DType::kQ4_K, 133}, {DType::kQ6_K, 40}, {DType::kQ4_K, 7},
-               {DType::kQ8_0, 64},  {DType::kF16, 21},  {DType::kBF16, 9},
-               {DType::kQ4_0, 33},  {DType::kF32, 5},   {DType::kQ4_Kx16, 48}};
+  } parts[] = {{DType::kQ4_K, 133},   {DType::kQ6_K, 40},   {DType::kQ4_K, 7},  {DType::kQ8_0, 64},
+               {DType::kF16, 21},     {DType::kBF16, 9},    {DType::kQ4_0, 33}, {DType::kF32, 5},
+               {DType::kQ4_Kx16, 48}, {DType::kQ8_0x16, 32}};
   std::vector<Weights> ws;
   for (size_t i = 0; i < std::size(parts); ++i) ws.push_back(MakeWeights(parts[i].type, in, parts[i].rows, 50 + i));
   for (const int64_t n : {1, 5}) {
@@ -332,7 +342,7 @@ TEST_P(MatMulTest, GuardedDecodeMatchesLoneProducts) {
   const std::vector<std::vector<std::pair<DType, int64_t>>> groups = {
       {{DType::kQ4_K, 133}, {DType::kQ6_K, 40}, {DType::kF16, 21}, {DType::kQ8_0, 64}},
       {{DType::kBF16, 9}, {DType::kQ4_0, 33}, {DType::kF32, 5}, {DType::kQ4_K, 7}},
-      {{DType::kQ4_Kx16, 64}, {DType::kQ6_K, 40}, {DType::kQ4_K, 7}},
+      {{DType::kQ4_Kx16, 64}, {DType::kQ6_K, 40}, {DType::kQ4_K, 7}, {DType::kQ8_0x16, 48}},
       {{DType::kQ6_K, 300}}};
   for (size_t g = 0; g < groups.size(); ++g) {
     std::vector<Weights> ws;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tensor/dtype.h"
-#include "tensor/q4k_x16.h"
+#include "tensor/interleaved.h"
 #include "tensor/quant.h"
 
 namespace skipkv {
@@ -286,7 +286,7 @@ TEST(QuantRoundTrip, Q4_KShiftedSubBlocks) {
   for (int i = 0; i < 256; ++i) EXPECT_NEAR(y[i], x[i], (i / 32) % 2 == 0 ? 0.45f : 0.08f) << i;
 }
 
-// ---- Q4_K interleaved in groups of 16 rows (tensor/q4k_x16.h) ----------------
+// ---- Q4_K and Q8_0 interleaved in groups of 16 rows (tensor/interleaved.h) --------
 
 // Sub-block j's 6-bit (scale, min) written out from ggml's get_scale_min_k4.
 void ScaleMinK4(const uint8_t* q, int j, int* sc, int* m) {
@@ -308,7 +308,7 @@ TEST(Q4KInterleave, FieldsWhereTheLayoutSays) {
   const int64_t in = 512, rows = 32, nb = 2;
   const auto src = RandomQ4KRows(rows, in, 5);
   auto x = src;
-  InterleaveQ4KRows(x.data(), rows, in);
+  InterleaveRows(DType::kQ4_K, x.data(), rows, in);
   const auto* groups = reinterpret_cast<const BlockQ4_Kx16*>(x.data());
   for (int64_t row = 0; row < rows; ++row) {
     const auto* w = reinterpret_cast<const BlockQ4_K*>(src.data() + row * RowBytes(DType::kQ4_K, in));
@@ -341,11 +341,11 @@ TEST(Q4KInterleave, RowsComeBackExactly) {
     const int64_t rows = 48;
     const auto src = RandomQ4KRows(rows, in, 11 + static_cast<uint32_t>(in));
     auto x = src;
-    InterleaveQ4KRows(x.data(), rows, in);
+    InterleaveRows(DType::kQ4_K, x.data(), rows, in);
     EXPECT_NE(0, std::memcmp(x.data(), src.data(), src.size()));
     std::vector<BlockQ4_K> row(in / 256);
     for (int64_t r = 0; r < rows; ++r) {
-      ExtractQ4KRow(x.data(), in, r, row.data());
+      ExtractRow(DType::kQ4_Kx16, x.data(), in, r, row.data());
       ASSERT_EQ(
           0, std::memcmp(row.data(), src.data() + r * RowBytes(DType::kQ4_K, in), RowBytes(DType::kQ4_K, in)))
           << "in " << in << " row " << r;
@@ -353,14 +353,44 @@ TEST(Q4KInterleave, RowsComeBackExactly) {
   }
 }
 
+// Q8_0: each row's d and quants where BlockQ8_0x16's comments say, and back.
+TEST(Q8_0Interleave, FieldsWhereTheLayoutSaysAndRowsComeBack) {
+  const int64_t in = 96, rows = 32, nb = 3;
+  std::mt19937 rng(17);
+  std::vector<uint8_t> src(RowBytes(DType::kQ8_0, in) * rows);
+  for (auto& b : src) b = static_cast<uint8_t>(rng());
+  auto x = src;
+  InterleaveRows(DType::kQ8_0, x.data(), rows, in);
+  const auto* groups = reinterpret_cast<const BlockQ8_0x16*>(x.data());
+  std::vector<BlockQ8_0> row(nb);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto* w = reinterpret_cast<const BlockQ8_0*>(src.data() + r * RowBytes(DType::kQ8_0, in));
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ8_0x16& g = groups[(r / 16) * nb + b];
+      EXPECT_EQ(g.d[r % 16], w[b].d);
+      for (int e = 0; e < 32; ++e)
+        EXPECT_EQ(g.qs[e / 4][4 * (r % 16) + e % 4], w[b].qs[e]) << "row " << r << " e " << e;
+    }
+    ExtractRow(DType::kQ8_0x16, x.data(), in, r, row.data());
+    ASSERT_EQ(0, std::memcmp(row.data(), w, RowBytes(DType::kQ8_0, in))) << "row " << r;
+  }
+}
+
 TEST(Q4KInterleave, OnlyWholeGroupsAndNeverAFileType) {
-  EXPECT_TRUE(CanInterleaveQ4K(16, 256));
-  EXPECT_FALSE(CanInterleaveQ4K(24, 256));
-  EXPECT_FALSE(CanInterleaveQ4K(0, 256));
-  EXPECT_FALSE(CanInterleaveQ4K(16, 128));
-  EXPECT_FALSE(LookupDType(static_cast<uint32_t>(DType::kQ4_Kx16)).has_value());
-  EXPECT_FALSE(DTypeFromName("q4_K_x16").has_value());
-  EXPECT_EQ(RowBytes(DType::kQ4_Kx16, 512), RowBytes(DType::kQ4_K, 512));
+  EXPECT_TRUE(CanInterleave(DType::kQ4_K, 16, 256));
+  EXPECT_TRUE(CanInterleave(DType::kQ8_0, 32, 64));
+  EXPECT_FALSE(CanInterleave(DType::kQ4_K, 24, 256));
+  EXPECT_FALSE(CanInterleave(DType::kQ4_K, 0, 256));
+  EXPECT_FALSE(CanInterleave(DType::kQ4_K, 16, 128));
+  EXPECT_FALSE(CanInterleave(DType::kQ8_0, 16, 48));
+  EXPECT_FALSE(CanInterleave(DType::kQ6_K, 16, 256));
+  EXPECT_FALSE(CanInterleave(DType::kQ4_Kx16, 16, 256));
+  for (const DType x : {DType::kQ4_Kx16, DType::kQ8_0x16}) {
+    EXPECT_FALSE(LookupDType(static_cast<uint32_t>(x)).has_value());
+    EXPECT_FALSE(DTypeFromName(DTypeName(x)).has_value());
+    EXPECT_EQ(RowBytes(x, 512), RowBytes(FileTypeOf(x), 512));
+    EXPECT_EQ(*InterleavedType(FileTypeOf(x)), x);
+  }
 }
 
 }  // namespace

@@ -219,7 +219,14 @@ INSTANTIATE_TEST_SUITE_P(
                       RefCase{"qwen2_q4_K_x16_weights",
                               [] {
                                 TinySpec s = QuantSpec(DType::kQ4_K, 256);
-                                s.interleave_q4k = true;
+                                s.interleave = true;
+                                return s;
+                              }(),
+                              3e-2},
+                      RefCase{"qwen2_q8_0_x16_weights",
+                              [] {
+                                TinySpec s = QuantSpec(DType::kQ8_0, 64);
+                                s.interleave = true;
                                 return s;
                               }(),
                               3e-2},
@@ -245,47 +252,53 @@ void ExpectSameLogits(ForwardFixture& a, ForwardFixture& b, const std::vector<Re
   std::printf("max relative logits difference: %.3g\n", worst);
 }
 
-// InterleaveQ4KWeights on a model file: weights read into memory are
-// rewritten in place (every Q4_K matrix of whole 16-row groups, the token
+// InterleaveWeights on model files (Q4_K, Q8_0): weights read into memory
+// are rewritten in place (every matrix of whole 16-row groups, the token
 // embedding included, whose rows GetRow then takes out of their groups);
 // mapped weights are left alone. Both compute the same logits up to the
 // activations' int8 quantisation (the two layouts sum in different orders, and
 // a last-bit difference can move an activation to the next int8 step: the
 // reference tests' 3e-2; the per-product agreement is in the kernel tests).
-TEST(ModelForward, ReadQ4KWeightsAreInterleavedInPlace) {
-  MakeModelOptions o;
-  o.preset = "tiny-llama";
-  o.shape = *LookupModelPreset("tiny-llama");
-  o.type = *ParseWeightType("q4_k");
-  o.seed = 8;
-  o.threads = 1;
-  o.output_path =
-      (std::filesystem::temp_directory_path() / ("skipkv_x16_" + std::to_string(::getpid()) + ".gguf"))
-          .string();
-  ASSERT_TRUE(MakeRandomModel(o).ok());
-  auto mapped = OpenModel(o.output_path, "", FileLoad::kMap);
-  auto read = OpenModel(o.output_path, "", FileLoad::kRead);
-  std::filesystem::remove(o.output_path);
-  ASSERT_TRUE(mapped.ok() && read.ok());
-  EXPECT_EQ(InterleaveQ4KWeights(**mapped), 0);
-  if (!kernels::InterleaveQ4KWanted()) {
-    EXPECT_EQ(InterleaveQ4KWeights(**read), 0);
-    GTEST_SKIP() << "the kernels want the file layout here (not x86 AVX2/AVX-512, SKIPKV_REPACK=0 or AMX)";
+TEST(ModelForward, ReadWeightsAreInterleavedInPlace) {
+  for (const char* type : {"q4_k", "q8_0"}) {
+    SCOPED_TRACE(type);
+    MakeModelOptions o;
+    o.preset = "tiny-llama";
+    o.shape = *LookupModelPreset("tiny-llama");
+    o.type = *ParseWeightType(type);
+    o.seed = 8;
+    o.threads = 1;
+    o.output_path = (std::filesystem::temp_directory_path() /
+                     ("skipkv_x16_" + std::to_string(::getpid()) + "_" + type + ".gguf"))
+                        .string();
+    ASSERT_TRUE(MakeRandomModel(o).ok());
+    auto mapped = OpenModel(o.output_path, "", FileLoad::kMap);
+    auto read = OpenModel(o.output_path, "", FileLoad::kRead);
+    std::filesystem::remove(o.output_path);
+    ASSERT_TRUE(mapped.ok() && read.ok());
+    EXPECT_EQ(InterleaveWeights(**mapped), 0);
+    if (!kernels::InterleavedWeightsWanted()) {
+      EXPECT_EQ(InterleaveWeights(**read), 0);
+      GTEST_SKIP() << "the kernels want the file layout here (not x86 AVX2/AVX-512, SKIPKV_REPACK=0 or AMX)";
+    }
+    int n = 0;
+    for (const TensorView& t : (*mapped)->tensors) n += CanInterleave(t.type, t.NumRows(), t.ne[0]);
+    ASSERT_GT(n, 0);
+    EXPECT_EQ(InterleaveWeights(**read), n);
+    EXPECT_EQ(FileTypeOf((*read)->FindTensor("token_embd.weight")->type),
+              (*mapped)->FindTensor("token_embd.weight")->type);
+    EXPECT_NE((*read)->FindTensor("token_embd.weight")->type,
+              (*mapped)->FindTensor("token_embd.weight")->type);
+    EXPECT_NE(WeightsLoadDescription(**read).find(std::to_string(n) + " tensors interleaved"),
+              std::string::npos);
+    ForwardFixture a(std::shared_ptr<const ModelSource>(std::move(*mapped)));
+    ForwardFixture b(std::shared_ptr<const ModelSource>(std::move(*read)));
+    ASSERT_NE(a.model, nullptr);
+    ASSERT_NE(b.model, nullptr);
+    TinySpec vocab_only;
+    vocab_only.vocab = a.model->config().vocab_size;
+    ExpectSameLogits(a, b, RandomSeq(vocab_only, 12, 32), 9, 3e-2);
   }
-  int q4k = 0;
-  for (const TensorView& t : (*mapped)->tensors) q4k += t.type == DType::kQ4_K && t.NumRows() % 16 == 0;
-  ASSERT_GT(q4k, 0);
-  EXPECT_EQ(InterleaveQ4KWeights(**read), q4k);
-  EXPECT_EQ((*read)->FindTensor("token_embd.weight")->type, DType::kQ4_Kx16);
-  EXPECT_NE(WeightsLoadDescription(**read).find(std::to_string(q4k) + " Q4_K tensors interleaved"),
-            std::string::npos);
-  ForwardFixture a(std::shared_ptr<const ModelSource>(std::move(*mapped)));
-  ForwardFixture b(std::shared_ptr<const ModelSource>(std::move(*read)));
-  ASSERT_NE(a.model, nullptr);
-  ASSERT_NE(b.model, nullptr);
-  TinySpec vocab_only;
-  vocab_only.vocab = a.model->config().vocab_size;
-  ExpectSameLogits(a, b, RandomSeq(vocab_only, 12, 32), 9, 3e-2);
 }
 
 // ---- Equivalences ---------------------------------------------------------------

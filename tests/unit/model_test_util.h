@@ -17,7 +17,7 @@
 
 #include "io/model_source.h"
 #include "tensor/dtype.h"
-#include "tensor/q4k_x16.h"
+#include "tensor/interleaved.h"
 #include "tensor/quant.h"
 #include "util/fp16.h"
 
@@ -63,7 +63,7 @@ struct TinySpec {
   int llama3_orig_ctx = 64;
   DType weight_type = DType::kF32;  // matrices: kF32, kF16, or a quantised type (rows quantised)
   DType norm_type = DType::kF32;    // norms and biases: kF32, kF16 or kBF16
-  bool interleave_q4k = false;      // kQ4_K matrices of whole 16-row groups become kQ4_Kx16
+  bool interleave = false;          // Q4_K / Q8_0 matrices of whole 16-row groups: kQ4_Kx16 / kQ8_0x16
   uint64_t seed = 1;
 };
 
@@ -169,9 +169,9 @@ inline TinyModel MakeTinyModel(const TinySpec& spec) {
       TensorView v;
       v.name = name;
       v.type = spec.weight_type;
-      if (spec.interleave_q4k && spec.weight_type == DType::kQ4_K && CanInterleaveQ4K(out, in)) {
-        InterleaveQ4KRows(buf->data(), out, in);
-        v.type = DType::kQ4_Kx16;
+      if (spec.interleave && CanInterleave(spec.weight_type, out, in)) {
+        InterleaveRows(spec.weight_type, buf->data(), out, in);
+        v.type = *InterleavedType(spec.weight_type);
       }
       v.n_dims = 2;
       v.ne = {in, out, 1, 1};
