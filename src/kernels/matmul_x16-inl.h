@@ -486,8 +486,11 @@ struct Q8_0x16Kind {
   using Act = ActQ8;
   static constexpr ActFormat kFormat = ActFormat::kQ8;
   static constexpr int64_t kElems = 32;
-  static constexpr int kAuxPerBlock = 1;  // ActQ8Sums
-  static HWY_INLINE void Aux(const Act* a, int64_t nb, int32_t* aux) { ActQ8Sums(a, nb, aux); }
+  // ActQ8Sums, which only the VNNI tile reads (its u8 offset); none elsewhere.
+  static constexpr int kAuxPerBlock = SKIPKV_VNNI ? 1 : 0;
+  static HWY_INLINE void Aux(const Act* a, int64_t nb, int32_t* aux) {
+    if constexpr (kAuxPerBlock > 0) ActQ8Sums(a, nb, aux);
+  }
   template <int NT>
   static HWY_INLINE void Tile(const Block* w, int64_t nb, const Act* const* a, const int32_t* const* aux,
                               float* out) {

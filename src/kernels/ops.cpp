@@ -158,7 +158,7 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   thread_local std::vector<Product> products;
   products.clear();
   int64_t total_rows = 0;
-  bool whole_groups = amx_on;  // 16-row weight tiles, or kQ4_Kx16 groups: chunks of whole ones
+  bool whole_groups = amx_on;  // 16-row AMX weight tiles or interleaved groups: chunks of whole ones
   for (const MatMulOut& o : outs) {
     const TensorView& w = *o.w;
     whole_groups = whole_groups || FileTypeOf(w.type) != w.type;
