@@ -15,21 +15,27 @@
 #      map, SKIPKV_AMX=1, SKIPKV_REPACK=0: Q4_K in the file's layout),
 #      alternated: which of ISA path, page size, AMX and the interleaved Q4_K
 #      layout the per-core decode gap of issue 40 (0.41x at 1 thread) follows;
-#   6. skipkv's read bandwidth and decode per thread count, and pp512 with
+#   6. batched: 16 sequences x 1,024 tokens of context at 16 threads, 32
+#      decode steps, llama.cpp's llama-batched-bench (beside LLAMA_BENCH)
+#      against skipkv (default and SKIPKV_AMX=1), alternated, two rounds per
+#      file (issue 40 target 1: 16 x 1k batched decode >= 1.0x; the
+#      environment's BATCHED_THREADS changes the thread count);
+#   7. skipkv's read bandwidth and decode per thread count, and pp512 with
 #      AMX off, if time is left.
 # Each step checks the time left and is skipped (saying so) when it would not
 # fit; every result is written to OUTDIR as it is made. One device command
 # runs at most 10 minutes, so STEPS picks the steps of this call, a comma list
-# of tests, amx, ab_q8_0, ab_q4_k_m, decode, bandwidth, pp_no_amx (default:
-# all, in that order); e.g. a first call with tests,amx,ab_q8_0 and a second
-# with ab_q4_k_m,decode.
+# of tests, amx, ab_q8_0, ab_q4_k_m, batched, decode, bandwidth, pp_no_amx
+# (default: all; they run in this order whatever STEPS's order); e.g. a first
+# call with tests,amx,ab_q8_0 and a second with ab_q4_k_m,batched,decode.
 #
 # Usage: scripts/intel_protocol.sh BUNDLE.tar.xz LLAMA_BENCH OUTDIR [SECONDS [STEPS]]
 #   BUNDLE.tar.xz  made by scripts/device_bundle.sh
 #   LLAMA_BENCH    path of llama.cpp's llama-bench, built on that machine with
 #                  -DGGML_NATIVE=ON (nothing of llama.cpp is part of this
 #                  repository); the script waits for it to appear (a build
-#                  started beside it), up to a third of the budget
+#                  started beside it), up to a third of the budget; the
+#                  batched step runs llama-batched-bench from its directory
 #   SECONDS        the budget (default 540)
 set -u
 if [ $# -lt 3 ]; then
@@ -37,14 +43,14 @@ if [ $# -lt 3 ]; then
   exit 2
 fi
 bundle=$1 lb=$2 out=$3 budget=${4:-540}
-steps=${5:-tests,amx,ab_q8_0,ab_q4_k_m,decode,bandwidth,pp_no_amx}
+steps=${5:-tests,amx,ab_q8_0,ab_q4_k_m,batched,decode,bandwidth,pp_no_amx}
 for s in ${steps//,/ }; do
-  case $s in tests | amx | ab_q8_0 | ab_q4_k_m | decode | bandwidth | pp_no_amx) ;;
+  case $s in tests | amx | ab_q8_0 | ab_q4_k_m | batched | decode | bandwidth | pp_no_amx) ;;
     *) echo "intel_protocol.sh: unknown step '$s' in STEPS '$steps'" >&2; exit 2 ;;
   esac
 done
 want() { [[ ",$steps," == *",$1,"* ]]; }
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 mkdir -p "$out"
 start=$SECONDS
 left() { echo $((budget - (SECONDS - start))); }
@@ -76,7 +82,7 @@ make_model() {  # make_model TYPE FILE
   "${sk[@]}" "$d/skipkv" make-model --preset r1-qwen-1.5b --type "$1" --tokenizer "$d/tokenizer.json" \
     -o "$2.part" -q -t 4 && mv "$2.part" "$2"
 }
-if want ab_q8_0 || want ab_q4_k_m || want decode || want bandwidth || want pp_no_amx; then
+if want ab_q8_0 || want ab_q4_k_m || want batched || want decode || want bandwidth || want pp_no_amx; then
   mkdir -p "$models"
   say "models (background, kept in $models)"
   make_model q8_0 "$models/r1q8.gguf" &
@@ -105,7 +111,7 @@ if want amx && [ "$(left)" -gt 60 ]; then
   grep -E "^BM_" "$out/bench_amx.txt" | awk '{print $1, $(NF-3), $(NF-2), $(NF-1), $NF}'
 fi
 
-if want ab_q8_0 || want ab_q4_k_m || want decode; then
+if want ab_q8_0 || want ab_q4_k_m || want batched || want decode; then
   while [ ! -x "$lb" ] && [ $((SECONDS - start)) -lt $((budget / 3)) ]; do sleep 2; done
 fi
 ab() {  # ab NAME MODEL
@@ -120,6 +126,34 @@ ab() {  # ab NAME MODEL
 }
 want ab_q8_0 && ab q8_0 "$models/r1q8.gguf"
 want ab_q4_k_m && ab q4_k_m "$models/r1q4.gguf"
+
+# 16 x 1k batched decode: llama-batched-bench's S_TG (a shared 1,024-token
+# prompt, -pps, unified KV) against skipkv bench's bd@1024 (each sequence
+# its own 1,024 tokens), both 16 sequences and 32 steps, engines alternated.
+batched_round() {  # batched_round ROUND FILE NAME
+  local l s a bt=${BATCHED_THREADS:-16}
+  l=$(timeout 120 "$lbb" -m "$2" -c 20000 -b 2048 -ub 512 -npp 1024 -ntg 32 -npl 16 -pps -kvu -t "$bt" 2>&1 |
+      tee -a "$out/batched_llama.txt" | awk -F'|' '$2 ~ /^ *1024 *$/ {gsub(/ /, "", $9); print $9}')
+  s=$(timeout 120 "${sk[@]}" "$d/skipkv" bench -m "$2" -t "$bt" -p 0 -n 0 -b 16 -d 1024 --decode-steps 32 -r 1 2>&1 |
+      tee -a "$out/batched_skipkv.txt" | awk -F'|' '$4 ~ /bd@1024/ {gsub(/ /, "", $5); print $5}')
+  a=$(SKIPKV_AMX=1 timeout 120 "${sk[@]}" "$d/skipkv" bench -m "$2" -t "$bt" -p 0 -n 0 -b 16 -d 1024 --decode-steps 32 \
+      -r 1 2>&1 | tee -a "$out/batched_skipkv_amx.txt" | awk -F'|' '$4 ~ /bd@1024/ {gsub(/ /, "", $5); print $5}')
+  echo "round $1 $3: llama.cpp S_TG ${l:-?} t/s, skipkv ${s:-?} t/s, skipkv SKIPKV_AMX=1 ${a:-?} t/s" |
+    tee -a "$out/batched.md"
+}
+if want batched; then
+  lbb=$(dirname "$lb")/llama-batched-bench
+  if [ ! -x "$lbb" ]; then say "skip batched: no llama-batched-bench at $lbb"
+  else
+    say "16 x 1k batched decode, ${BATCHED_THREADS:-16} threads: llama-batched-bench, skipkv, skipkv SKIPKV_AMX=1"
+    for r in 1 2; do
+      for f in q8_0:r1q8 q4_k_m:r1q4; do
+        if [ "$(left)" -lt 100 ]; then say "skip batched round $r ${f%%:*}: $(left) s left"; continue; fi
+        batched_round "$r" "$models/${f#*:}.gguf" "${f%%:*}"
+      done
+    done
+  fi
+fi
 
 if want decode; then
   if [ ! -x "$lb" ]; then say "skip decode: no llama-bench at $lb"
