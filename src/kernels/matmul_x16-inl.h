@@ -33,6 +33,27 @@ HWY_INLINE void Q8KBsumPairs(const BlockQ8_K* y, int64_t nb, int32_t* pairs) {
   }
 }
 
+#if SKIPKV_X86_INT8
+// One token (decode) reads each Q4_Kx16 block once, from memory. On Zen 5 the
+// hardware prefetcher fell behind these kernels: one core streamed a cold
+// 8960 x 1536 matrix at 13-19 GB/s (AVX2: 14), against 20-27 (AVX2: 18-19)
+// for the file layout's kernel, although cache-resident the interleaved
+// kernel is twice as fast. (Perhaps because a block's fields are read out of
+// address order: the top-bit records, then quants and low-bit records by
+// turns, d and dmin last.) Prefetching every line of the block kX16PrefetchBlocks ahead (4.5
+// KiB; a group's last block is followed by the next group's first) at the
+// start of each block: 27-34 GB/s (AVX2: 27-30; BENCHMARKS.md). A prefetch
+// never faults: past the end of the matrix it costs only the instruction.
+constexpr int64_t kX16PrefetchBlocks = 2;
+HWY_INLINE void PrefetchQ4Kx16Ahead(const BlockQ4_Kx16* w, int64_t b) {
+  const uintptr_t p =
+      reinterpret_cast<uintptr_t>(w) + static_cast<uintptr_t>(b + kX16PrefetchBlocks) * sizeof(*w);
+  for (uintptr_t l = 0; l < sizeof(*w); l += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(p + sizeof(*w) - 1), _MM_HINT_T0);  // a block not 64-aligned
+}
+#endif
+
 #if SKIPKV_VNNI
 // Sub-block j's 6-bit values of the 16 rows (i32 lanes) from the low-nibble
 // bytes `lo` ([j / 2][r]) and the top bits `hi4` (each row's 16-bit record
@@ -55,6 +76,7 @@ HWY_INLINE void Q4Kx16TileVnni(const BlockQ4_Kx16* w, int64_t nb, const BlockQ8_
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
+    if constexpr (NT == 1) PrefetchQ4Kx16Ahead(w, b);
     const BlockQ4_Kx16& g = w[b];
     const __m512i sc_hi4 = _mm512_slli_epi32(
         _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.sc_hi))), 4);
@@ -162,6 +184,7 @@ HWY_INLINE void Q4Kx16HalvesAvx2(const BlockQ4_Kx16* w, int64_t nb, const BlockQ
     for (int t = 0; t < NT; ++t) acc[h][t] = _mm256_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
+    if constexpr (NT == 1) PrefetchQ4Kx16Ahead(w, b);
     const BlockQ4_Kx16& g = w[b];
     // The top bits of the scales and mins: all 16 rows' records (NH == 2),
     // or one half's, widened to dwords and shifted for X16SixHalf.
