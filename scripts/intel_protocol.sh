@@ -65,9 +65,10 @@ echo "flags: $(grep -m1 flags /proc/cpuinfo | tr ' ' '\n' | grep -E 'amx|avx512_
 echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>&1)"
 lscpu > "$out/lscpu.txt" 2>&1
 
-d=$(mktemp -d)
-tar -xJf "$bundle" -C "$d" || { echo "cannot unpack $bundle" >&2; exit 1; }
-d=$d/bundle
+unpacked=$(mktemp -d)
+trap 'rm -rf "$unpacked"' EXIT  # the bundle is unpacked anew by every call
+tar -xJf "$bundle" -C "$unpacked" || { echo "cannot unpack $bundle" >&2; exit 1; }
+d=$unpacked/bundle
 sk=(env LD_LIBRARY_PATH="$d/lib")
 echo "bundle: $(head -1 "$d/COMMIT")"
 
@@ -130,14 +131,17 @@ want ab_q4_k_m && ab q4_k_m "$models/r1q4.gguf"
 # 16 x 1k batched decode: llama-batched-bench's S_TG (a shared 1,024-token
 # prompt, -pps, unified KV) against skipkv bench's bd@1024 (each sequence
 # its own 1,024 tokens), both 16 sequences and 32 steps, engines alternated.
+batched_skipkv() {  # batched_skipkv FILE LOG AMX: skipkv's bd@1024 t/s
+  SKIPKV_AMX=$3 timeout 120 "${sk[@]}" "$d/skipkv" bench -m "$1" -t "${BATCHED_THREADS:-16}" -p 0 -n 0 -b 16 \
+    -d 1024 --decode-steps 32 -r 1 2>&1 | tee -a "$2" | awk -F'|' '$4 ~ /bd@1024/ {gsub(/ /, "", $5); print $5}'
+}
 batched_round() {  # batched_round ROUND FILE NAME
-  local l s a bt=${BATCHED_THREADS:-16}
-  l=$(timeout 120 "$lbb" -m "$2" -c 20000 -b 2048 -ub 512 -npp 1024 -ntg 32 -npl 16 -pps -kvu -t "$bt" 2>&1 |
-      tee -a "$out/batched_llama.txt" | awk -F'|' '$2 ~ /^ *1024 *$/ {gsub(/ /, "", $9); print $9}')
-  s=$(timeout 120 "${sk[@]}" "$d/skipkv" bench -m "$2" -t "$bt" -p 0 -n 0 -b 16 -d 1024 --decode-steps 32 -r 1 2>&1 |
-      tee -a "$out/batched_skipkv.txt" | awk -F'|' '$4 ~ /bd@1024/ {gsub(/ /, "", $5); print $5}')
-  a=$(SKIPKV_AMX=1 timeout 120 "${sk[@]}" "$d/skipkv" bench -m "$2" -t "$bt" -p 0 -n 0 -b 16 -d 1024 --decode-steps 32 \
-      -r 1 2>&1 | tee -a "$out/batched_skipkv_amx.txt" | awk -F'|' '$4 ~ /bd@1024/ {gsub(/ /, "", $5); print $5}')
+  local l s a
+  l=$(timeout 120 "$lbb" -m "$2" -c 20000 -b 2048 -ub 512 -npp 1024 -ntg 32 -npl 16 -pps -kvu \
+      -t "${BATCHED_THREADS:-16}" 2>&1 | tee -a "$out/batched_llama.txt" |
+      awk -F'|' '$2 ~ /^ *1024 *$/ {gsub(/ /, "", $9); print $9}')
+  s=$(batched_skipkv "$2" "$out/batched_skipkv.txt" 0)
+  a=$(batched_skipkv "$2" "$out/batched_skipkv_amx.txt" 1)
   echo "round $1 $3: llama.cpp S_TG ${l:-?} t/s, skipkv ${s:-?} t/s, skipkv SKIPKV_AMX=1 ${a:-?} t/s" |
     tee -a "$out/batched.md"
 }
