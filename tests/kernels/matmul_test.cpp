@@ -394,6 +394,17 @@ TEST_P(MatMulTest, KSlicedBatchesMatchReferenceAndMatVec) {
   }
 }
 
+// Batches whose activations exceed kCachedActBytes (8 MiB; simd_internal.h)
+// go in token groups of kGroupActBytes (2 MiB): 700 tokens of 3,237 f32
+// inputs are 8.6 MiB, so groups of 160 tokens and a last one of 60, each
+// k-sliced. bf16 activations (AVX3_DL with AVX512_BF16) stay one group.
+// Against a 2-thread run, the oracle and lone MatVecs of every 7th token.
+TEST_P(MatMulTest, TokenGroupsMatchReferenceAndMatVec) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+    ExpectBatchMatchesOracleAndMatVec(t, 3237, 30, 700, 2, 41, 7);
+  }
+}
+
 // Decode (fewer than 4 tokens in a cache block) with a token's activations
 // over kDecodeRowActBytes (16 KiB; simd_internal.h) runs 3-row bf16 tiles,
 // or for float weights 6 overlapped rows from 6 parts of the range
