@@ -151,6 +151,7 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
     for (int n : {16, 128}) b->Args({ti, 1, n, 2});
     b->Args({ti, 1, 512, 2});  // as in a pp512 prefill
     b->Args({ti, 2, 128, 2});  // the FFN down projection: 35 KiB of f32 activations a token
+    b->Args({ti, 2, 512, 2});  // ... and as in pp512: 17.5 MiB of them, beyond a cache share
   }
 }
 BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->ArgNames({"type", "shape", "n", "threads"})->UseRealTime()
