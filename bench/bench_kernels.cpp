@@ -202,31 +202,39 @@ struct AttentionSetup {
   }
 };
 
-// Args: kv type (0 = f16, 1 = f32), tasks (sequences), threads. 4096 keys.
+// Args: kv type (0 = f16, 1 = f32), tasks (sequences), threads, keys per KV
+// head (from 2 * kernels::kAttnPartSlots a sequence's keys are split in parts).
 void BM_AttentionDecode(benchmark::State& state) {
   const DType kv = state.range(0) == 0 ? DType::kF16 : DType::kF32;
   const int tasks = static_cast<int>(state.range(1));
   ThreadPool pool(static_cast<int>(state.range(2)));
-  constexpr int64_t kSlots = 4096;
-  AttentionSetup s(kv, tasks, kSlots, 1);
+  const int64_t slots = state.range(3);
+  AttentionSetup s(kv, tasks, slots, 1);
   const size_t elem = kv == DType::kF16 ? 2 : 4;
   for (auto _ : state) {
     kernels::Attention(s.shape, s.list, pool);
     benchmark::DoNotOptimize(s.out[0].data());
   }
   // (tokens * 1e-6) per second, inverted = microseconds per token.
-  state.counters["us_per_token"] = benchmark::Counter(
-      1e-6 * static_cast<double>(state.iterations()) * kSlots * tasks,
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  state.counters["KV_GB/s"] = benchmark::Counter(
-      1e-9 * static_cast<double>(state.iterations()) * tasks * AttentionSetup::kKvHeads * 2 * kSlots *
-          AttentionSetup::kDim * elem,
-      benchmark::Counter::kIsRate);
+  state.counters["us_per_token"] =
+      benchmark::Counter(1e-6 * static_cast<double>(state.iterations()) * slots * tasks,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["KV_GB/s"] =
+      benchmark::Counter(1e-9 * static_cast<double>(state.iterations()) * tasks * AttentionSetup::kKvHeads *
+                             2 * slots * AttentionSetup::kDim * elem,
+                         benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_AttentionDecode)
-    ->ArgNames({"kv_f32", "tasks", "threads"})
-    ->Args({0, 1, 1})->Args({0, 1, 2})->Args({0, 4, 2})->Args({1, 1, 2})
-    ->UseRealTime()->Unit(benchmark::kMicrosecond);
+    ->ArgNames({"kv_f32", "tasks", "threads", "slots"})
+    ->Args({0, 1, 1, 4096})
+    ->Args({0, 1, 2, 4096})
+    ->Args({0, 4, 2, 4096})
+    ->Args({1, 1, 2, 4096})
+    ->Args({0, 1, 1, 16384})
+    ->Args({0, 1, 2, 16384})
+    ->Args({0, 16, 2, 1024})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // Prefill (tiled) attention: one sequence, n causal queries over n keys, f16 KV.
 // Args: n, threads. GFLOP/s counts the causal half: 4 * heads * dim * n^2 / 2.

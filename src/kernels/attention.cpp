@@ -12,6 +12,9 @@
 //   softmax p[s][j] = exp(S[s][j] - max_j) / sum_j, vectorised across queries
 //   pass 2  out_j = sum_s p[s][j] v_s (slot blocks kept in L1, d-chunks in registers)
 //   H2O     attn_accum[s] += p[s][j], queries in order (row-major, then head)
+// A part of a split decode item runs the same passes over its slot range but
+// leaves the softmax unnormalised and returns each query's max and sum; ops.cpp
+// merges the parts (flash-decoding's split-KV, with exact two-pass parts).
 // On AVX-512 targets the head is swept in 16-float chunks (head_dim % 16 == 0),
 // elsewhere in 8-float chunks. Every output and accumulator element is
 // produced by one work item in a fixed order, so results do not depend on the
@@ -199,6 +202,33 @@ void SoftmaxColumns(float* S, int64_t len) {
   }
 }
 
+// Softmax pass of a split item's part: as SoftmaxColumns, but the columns stay
+// unnormalised, exp(S[s][j] - m_j), and stats[2j], stats[2j + 1] receive m_j
+// and l_j = sum_s exp(S[s][j] - m_j) (both 0 for a column with no visible slot).
+void PartialSoftmaxColumns(float* S, int64_t len, float* stats) {
+  const DF df;
+  const int N = static_cast<int>(hn::Lanes(df));
+  const auto neg_inf = hn::Set(df, kNegInf);
+  alignas(32) float m_buf[kQT], l_buf[kQT];
+  for (int jj = 0; jj < kQT; jj += N) {
+    auto vmax = neg_inf;
+    for (int64_t s = 0; s < len; ++s) vmax = hn::Max(vmax, hn::LoadU(df, S + s * kQT + jj));
+    const auto m = hn::IfThenZeroElse(hn::Eq(vmax, neg_inf), vmax);
+    auto vsum = hn::Zero(df);
+    for (int64_t s = 0; s < len; ++s) {
+      const auto p = hn::CallExp(df, hn::Sub(hn::LoadU(df, S + s * kQT + jj), m));
+      vsum = hn::Add(vsum, p);
+      hn::StoreU(p, df, S + s * kQT + jj);
+    }
+    hn::Store(m, df, m_buf + jj);
+    hn::Store(vsum, df, l_buf + jj);
+  }
+  for (int j = 0; j < kQT; ++j) {
+    stats[2 * j] = m_buf[j];
+    stats[2 * j + 1] = l_buf[j];
+  }
+}
+
 // out_j[c0, c0 + NC * N) += sum_{s in [s0, s1), valid} P[s][j] v_s[c0 ...],
 // N = Lanes(D). Every output element gets the same FMA sequence (slot order)
 // whatever the vector width, so the 8- and 16-lane versions agree bit for bit.
@@ -292,7 +322,61 @@ void RunTile(const AttentionShape& shape, const AttentionTask& task, int kvh, co
   }
 }
 
+// A part of a split item (AttnItem::part_out): one tile of queries over slots
+// [slot_begin, slot_end), with the K/V/valid pointers and the causal limits
+// shifted to the part's first slot, so each (slot, query) score and value FMA
+// is the unsplit kernel's; only the softmax normalisation moves to the merge.
+template <class KT>
+void RunPartTile(const AttentionShape& shape, const AttnItem& item, float* S) {
+  const AttentionTask& task = *item.task;
+  const int group = shape.n_heads / shape.n_kv_heads;
+  const int d = shape.head_dim;
+  const int64_t s0 = item.slot_begin, len = item.slot_end - item.slot_begin;
+  Tile tile;
+  tile.nq = static_cast<int>(item.q_end - item.q_begin);
+  SKIPKV_CHECK(tile.nq >= 1 && tile.nq <= kQT);
+  tile.max_limit = 0;
+  for (int j = 0; j < tile.nq; ++j) {
+    const int64_t qi = item.q_begin + j;
+    const int64_t i = qi / group;
+    const int64_t head = static_cast<int64_t>(item.kv_head) * group + qi % group;
+    tile.q[j] = task.q + (i * shape.n_heads + head) * d;
+    tile.out[j] = item.part_out + static_cast<int64_t>(j) * d;
+    const int64_t limit = std::min<int64_t>(task.n_slots, task.first_query_slot + i + 1);
+    tile.limit[j] = std::clamp<int64_t>(limit - s0, 0, len);
+    tile.max_limit = std::max(tile.max_limit, tile.limit[j]);
+  }
+  if (tile.max_limit == 0) {  // no query sees a slot of this part
+    std::fill(item.part_stats, item.part_stats + 2 * kQT, 0.f);
+    std::fill(item.part_out, item.part_out + static_cast<int64_t>(tile.nq) * d, 0.f);
+    return;
+  }
+  const KT* k = static_cast<const KT*>(task.k[item.kv_head]) + s0 * d;
+  const KT* v = static_cast<const KT*>(task.v[item.kv_head]) + s0 * d;
+  const uint8_t* valid = task.valid != nullptr ? task.valid[item.kv_head] + s0 : nullptr;
+  switch (tile.nq) {
+#define SKIPKV_ATTN_PART_CASE(n)                               \
+  case n:                                                      \
+    Scores<n, KT>(tile, k, valid, d, shape.scale, S);          \
+    PartialSoftmaxColumns(S, tile.max_limit, item.part_stats); \
+    WeightedValues<n, KT>(tile, v, valid, d, S);               \
+    break;
+    SKIPKV_ATTN_PART_CASE(1) SKIPKV_ATTN_PART_CASE(2) SKIPKV_ATTN_PART_CASE(3) SKIPKV_ATTN_PART_CASE(4)
+    SKIPKV_ATTN_PART_CASE(5) SKIPKV_ATTN_PART_CASE(6) SKIPKV_ATTN_PART_CASE(7) SKIPKV_ATTN_PART_CASE(8)
+#undef SKIPKV_ATTN_PART_CASE
+            default : SKIPKV_CHECK(false);
+  }
+}
+
 void AttentionItemT(const AttentionShape& shape, const AttnItem& item, float* scratch) {
+  if (item.part_out != nullptr) {
+    if (shape.kv_type == DType::kF16) {
+      RunPartTile<f16_t>(shape, item, scratch);
+    } else {
+      RunPartTile<float>(shape, item, scratch);
+    }
+    return;
+  }
   const AttentionTask& task = *item.task;
   const int group = shape.n_heads / shape.n_kv_heads;
   const int d = shape.head_dim;

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -127,6 +129,49 @@ void GuardedMatPublish(const void* ctx, int64_t task, const uint8_t* staging) {
   for (int64_t t = 0; t < p.args.n; ++t) {
     const size_t at = static_cast<size_t>(t * p.args.y_stride + r0);
     std::memcpy(p.y + at, staging + at * sizeof(float), static_cast<size_t>(r1 - r0) * sizeof(float));
+  }
+}
+
+// A split attention item (see Attention): the parts of (task, kv_head), each
+// part_floats apart from `first`.
+struct SplitGroup {
+  const AttentionTask* task;
+  int kv_head;
+  const float* first;
+  int64_t n_parts;
+};
+
+// out_j = sum_p e^(m_pj - M_j) o_pj / sum_p e^(m_pj - M_j) l_pj over the parts
+// where query j saw a slot (l_pj > 0), M_j the largest such m_pj; 0 when it saw
+// none (as the unsplit kernel). Parts are added in slot order.
+void MergeAttentionParts(const AttentionShape& shape, const SplitGroup& g, int64_t part_floats) {
+  const AttentionTask& t = *g.task;
+  const int group = shape.n_heads / shape.n_kv_heads;
+  const int d = shape.head_dim;
+  const int64_t nq = static_cast<int64_t>(t.n_q) * group;
+  const int64_t stats_at = static_cast<int64_t>(internal::kAttnQueryTile) * d;
+  for (int64_t j = 0; j < nq; ++j) {
+    const int64_t i = j / group, head = static_cast<int64_t>(g.kv_head) * group + j % group;
+    float* out = t.out + (i * shape.n_heads + head) * d;
+    std::fill(out, out + d, 0.f);
+    float m_max = -std::numeric_limits<float>::infinity();
+    for (int64_t p = 0; p < g.n_parts; ++p) {
+      const float* st = g.first + p * part_floats + stats_at + 2 * j;
+      if (st[1] > 0.f) m_max = std::max(m_max, st[0]);
+    }
+    if (m_max == -std::numeric_limits<float>::infinity()) continue;
+    float l = 0.f;
+    for (int64_t p = 0; p < g.n_parts; ++p) {
+      const float* part = g.first + p * part_floats;
+      const float* st = part + stats_at + 2 * j;
+      if (!(st[1] > 0.f)) continue;
+      const float w = std::exp(st[0] - m_max);
+      l += w * st[1];
+      const float* o = part + j * d;
+      for (int c = 0; c < d; ++c) out[c] += w * o[c];
+    }
+    const float inv = 1.f / l;
+    for (int c = 0; c < d; ++c) out[c] *= inv;
   }
 }
 
@@ -328,22 +373,56 @@ void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks
   // Work items: (task, KV head), each owning all queries of the GQA group, so
   // every K/V row is read once per tile of queries. Long prefills split their
   // queries into chunks -- unless attn_accum is requested, whose per-slot sums
-  // must be made by one item in a fixed order.
+  // must be made by one item in a fixed order. A decode over a long cache (one
+  // tile of queries, at least 2 * kAttnPartSlots slots, no attn_accum) splits
+  // its slots into parts instead, merged afterwards: otherwise a sequence would
+  // use only n_kv_heads threads of the pool (2 for R1-Distill-Qwen-1.5B), which
+  // leaves most cores of a server idle while it reads a deep cache. The split
+  // depends only on the task (n_q, n_slots), never on the thread count.
   const int group = shape.n_heads / shape.n_kv_heads;
+  const int d = shape.head_dim;
   constexpr int64_t kChunk = 4 * internal::kAttnQueryTile;
+  constexpr int64_t kPartFloats = internal::kAttnQueryTile * 2;  // part_stats of one part
+  auto parts_of = [&](const AttentionTask& t) -> int64_t {
+    const int64_t nq = static_cast<int64_t>(t.n_q) * group;
+    if (t.attn_accum != nullptr || nq > internal::kAttnQueryTile || t.n_slots < 2 * kAttnPartSlots) return 0;
+    return t.n_slots / kAttnPartSlots;
+  };
+  int64_t total_parts = 0;
+  for (const AttentionTask& t : tasks) total_parts += parts_of(t) * shape.n_kv_heads;
+  // Per part: its unnormalised output [kAttnQueryTile][head_dim], then its stats.
+  const int64_t part_floats = internal::kAttnQueryTile * d + kPartFloats;
+  thread_local AlignedBuffer part_buf;
+  float* parts = reinterpret_cast<float*>(Scratch(part_buf, total_parts * part_floats * sizeof(float)));
   std::vector<internal::AttnItem> items;
+  std::vector<SplitGroup> splits;
+  int64_t next_part = 0;
   for (const AttentionTask& t : tasks) {
     const int64_t nq = static_cast<int64_t>(t.n_q) * group;
+    const int64_t n_parts = parts_of(t);
     const int64_t chunk = t.attn_accum != nullptr ? nq : kChunk;
     for (int h = 0; h < shape.n_kv_heads; ++h) {
-      for (int64_t q0 = 0; q0 < nq; q0 += chunk) items.push_back({&t, h, q0, std::min(nq, q0 + chunk)});
+      if (n_parts == 0) {
+        for (int64_t q0 = 0; q0 < nq; q0 += chunk) items.push_back({&t, h, q0, std::min(nq, q0 + chunk)});
+        continue;
+      }
+      splits.push_back({&t, h, parts + next_part * part_floats, n_parts});
+      for (int64_t p = 0; p < n_parts; ++p, ++next_part) {
+        float* base = parts + next_part * part_floats;
+        items.push_back({&t, h, 0, nq, t.n_slots * p / n_parts, t.n_slots * (p + 1) / n_parts, base,
+                         base + internal::kAttnQueryTile * d});
+      }
     }
   }
   pool.Run(static_cast<int64_t>(items.size()), [&](int64_t i, int) {
     thread_local AlignedBuffer scratch;
-    const size_t floats = internal::AttnScratchFloats(shape, items[i].task->n_slots);
-    internal::AttentionItem(shape, items[i], reinterpret_cast<float*>(Scratch(scratch, floats * sizeof(float))));
+    const internal::AttnItem& item = items[i];
+    const int64_t n = item.part_out != nullptr ? item.slot_end - item.slot_begin : item.task->n_slots;
+    const size_t floats = internal::AttnScratchFloats(shape, n);
+    internal::AttentionItem(shape, item, reinterpret_cast<float*>(Scratch(scratch, floats * sizeof(float))));
   });
+  pool.Run(static_cast<int64_t>(splits.size()),
+           [&](int64_t i, int) { MergeAttentionParts(shape, splits[i], part_floats); });
 }
 
 const char* SimdTargetName() { return internal::TargetNameSimd(); }

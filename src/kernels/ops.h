@@ -113,13 +113,18 @@ struct AttentionShape {
 };
 
 // Runs every task (e.g. all sequences of a decode batch), parallel over
-// (task, KV head). Each task's result is independent of the others.
+// (task, KV head), and a decode task over n_slots >= 2 * kAttnPartSlots also
+// over parts of its slots (n_slots / kAttnPartSlots parts, merged with their
+// softmax statistics; not for attn_accum, nor for more than 8 query heads of a
+// group times rows). Each task's result is independent of the others and of
+// the thread count.
 // K/V rows of invalid slots and of slots no query may see are never read into
 // a result (they may hold garbage). A query row that sees no slot outputs 0.
 // attn_accum[h][s] receives += probability for every visible valid slot, in
 // query order (row, then head). The SIMD path needs head_dim % 8 == 0 (else
 // the reference runs) and n_slots * 8 floats of per-thread scratch.
 void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks, ThreadPool& pool);
+inline constexpr int64_t kAttnPartSlots = 512;
 
 // Name of the SIMD target chosen at start-up ("AVX2", "AVX3", "AVX3_DL", "NEON",
 // "EMU128", ...). Compiled x86 targets: AVX3_DL (AVX-512 + VNNI), AVX3, AVX2 and

@@ -288,16 +288,28 @@ inline void TileCacheBlock(const MatArgs& a, int64_t rb, int64_t re, int64_t tb,
 
 // Attention work item: queries [q_begin, q_end) of (task, kv_head), where
 // query index qi = i * group + g stands for query row i, head kv_head*group+g.
+// A part of a split item (part_out != nullptr; one tile, q_end - q_begin <=
+// kAttnQueryTile) reads only slots [slot_begin, slot_end) and, instead of the
+// task's output rows, writes for each of its queries j the part's softmax
+// statistics and unnormalised output:
+//   part_stats[2j] = m_j, the largest score of a slot j sees in the part (0 when none),
+//   part_stats[2j + 1] = l_j = sum_s exp(S_sj - m_j)                  (0 when none),
+//   part_out[j * head_dim + c] = sum_s exp(S_sj - m_j) v_s[c]          [nq][head_dim]
+// which the caller merges across parts (ops.cpp, MergeAttentionParts).
 struct AttnItem {
   const AttentionTask* task;
   int kv_head;
   int64_t q_begin, q_end;
+  int64_t slot_begin = 0, slot_end = 0;
+  float* part_out = nullptr;
+  float* part_stats = nullptr;
 };
 
 // Per-target kernel entry points (defined in the Highway files, dispatched).
 void QuantizeActivations(ActFormat f, const float* x, int64_t in, uint8_t* out);
 void MatRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
-// scratch: at least AttnScratchFloats(shape, n_slots) floats, 64-byte aligned.
+// scratch: at least AttnScratchFloats(shape, n) floats, 64-byte aligned, where n
+// is the task's n_slots (the part's slot_end - slot_begin for a part).
 void AttentionItem(const AttentionShape& shape, const AttnItem& item, float* scratch);
 size_t AttnScratchFloats(const AttentionShape& shape, int64_t n_slots);
 constexpr int kAttnQueryTile = 8;  // queries sharing each K/V load

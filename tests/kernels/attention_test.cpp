@@ -1,8 +1,8 @@
 // SIMD Attention vs the scalar oracle on every compiled target: decode and
 // prefill tasks in one call, GQA groups of 1, 4 and 6, f16 and f32 KV, invalid
 // slots and slots past the causal limit filled with NaN (must never be read
-// into a result), attn_accum (H2O) sums, rows that see nothing, and
-// bit-identical results for 1 and 3 threads.
+// into a result), attn_accum (H2O) sums, rows that see nothing, decode over
+// long caches split into parts, and bit-identical results for 1 and 3 threads.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -196,6 +196,93 @@ TEST_P(AttentionTest, HandComputedTwoSlots) {
     EXPECT_NEAR(accum[0], 1.f + 0.25f, 1e-6f);
     EXPECT_NEAR(accum[1], 0.75f, 1e-6f);
   }
+}
+
+// Decode over a long cache splits its slots into parts (kernels::kAttnPartSlots
+// each at least) merged by their softmax statistics: against the oracle for 2,
+// 3 and 4 parts, GQA groups of 1, 4, 6 and 8 query heads (two query rows for
+// the group of 4: 8 queries with different causal limits), f16 and f32 KV,
+// masks, NaN beyond the visible slots, and a KV head whose first part has no
+// valid slot (its statistics must not enter the merge).
+TEST_P(AttentionTest, SplitDecodeMatchesReference) {
+  constexpr int64_t P = kernels::kAttnPartSlots;
+  const Config configs[] = {{12, 2, 128}, {8, 2, 64}, {4, 1, 16}, {32, 4, 128}};
+  ThreadPool pool(3);
+  for (const Config& c : configs) {
+    for (DType kv : {DType::kF16, DType::kF32}) {
+      SCOPED_TRACE("heads=" + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) +
+                   " d=" + std::to_string(c.head_dim) + " kv=" + DTypeName(kv));
+      AttentionShape s{c.n_heads, c.n_kv_heads, c.head_dim, kv, 1.f / std::sqrt(float(c.head_dim))};
+      const int rows = c.n_heads / c.n_kv_heads == 4 ? 2 : 1;
+      const int64_t slots[] = {2 * P, 3 * P + 77, 4 * P + 5};
+      TaskData got[3], want[3];
+      AttentionTask tasks[3], rtasks[3];
+      for (int t = 0; t < 3; ++t) {
+        MakeTask(s, rows, slots[t], slots[t] - rows, true, false, 20 + t, &got[t]);
+        MakeTask(s, rows, slots[t], slots[t] - rows, true, false, 20 + t, &want[t]);
+        tasks[t] = got[t].task;
+        rtasks[t] = want[t].task;
+      }
+      for (TaskData* td : {&got[1], &want[1]})
+        std::fill(td->valid[0].begin(), td->valid[0].begin() + P + 40, 0);
+      kernels::Attention(s, tasks, pool);
+      kernels::ref::Attention(s, rtasks);
+      for (int t = 0; t < 3; ++t) {
+        for (size_t i = 0; i < got[t].out.size(); ++i) {
+          ASSERT_TRUE(std::isfinite(got[t].out[i])) << "task " << t << " i=" << i;
+          ASSERT_NEAR(got[t].out[i], want[t].out[i], 2e-5f) << "task " << t << " i=" << i;
+        }
+      }
+    }
+  }
+}
+
+// The split is a function of the task alone: 1 and 3 threads agree bit for bit,
+// and a batch gives each sequence the result it gets alone.
+TEST_P(AttentionTest, SplitDecodeDeterministic) {
+  AttentionShape s{12, 2, 128, DType::kF16, 0.088f};
+  const int64_t n = 5 * kernels::kAttnPartSlots + 3;
+  TaskData a1, a3, b3, alone;
+  MakeTask(s, 1, n, n - 1, true, false, 9, &a1);
+  MakeTask(s, 1, n, n - 1, true, false, 9, &a3);
+  MakeTask(s, 1, 700, 699, true, false, 10, &b3);
+  MakeTask(s, 1, n, n - 1, true, false, 9, &alone);
+  ThreadPool p1(1), p3(3);
+  const AttentionTask one[] = {a1.task}, batch[] = {b3.task, a3.task}, solo[] = {alone.task};
+  kernels::Attention(s, one, p1);
+  kernels::Attention(s, batch, p3);
+  kernels::Attention(s, solo, p3);
+  ASSERT_EQ(0, std::memcmp(a1.out.data(), a3.out.data(), a1.out.size() * 4));
+  ASSERT_EQ(0, std::memcmp(alone.out.data(), a3.out.data(), a1.out.size() * 4));
+}
+
+// Hand-computed split: one head, d = 8, 2 * kAttnPartSlots slots, all keys 0
+// (score 0) but one in the second part with score ln(L + 1), L = the other
+// slots' count; its value is (1, 0), the others' (0, 1). Weights: 1 for each
+// of L slots, L + 1 for that one, so out = ((L + 1) / (2L + 1), L / (2L + 1)).
+TEST_P(AttentionTest, HandComputedSplitDecode) {
+  const int64_t n = 2 * kernels::kAttnPartSlots, hot = n - 100, others = n - 1;
+  AttentionShape s{1, 1, 8, DType::kF32, 1.f};
+  std::vector<float> q(8, 0.f), k(n * 8, 0.f), v(n * 8, 0.f), out(8, -1.f);
+  q[0] = 1.f;
+  k[hot * 8] = std::log(static_cast<float>(others + 1));
+  for (int64_t i = 0; i < n; ++i) v[i * 8 + (i == hot ? 0 : 1)] = 1.f;
+  const void* kp[] = {k.data()};
+  const void* vp[] = {v.data()};
+  AttentionTask t;
+  t.q = q.data();
+  t.n_q = 1;
+  t.n_slots = n;
+  t.first_query_slot = n - 1;
+  t.k = kp;
+  t.v = vp;
+  t.out = out.data();
+  ThreadPool pool(2);
+  kernels::Attention(s, {&t, 1}, pool);
+  const float total = 2.f * static_cast<float>(others) + 1.f;
+  EXPECT_NEAR(out[0], static_cast<float>(others + 1) / total, 1e-5f);
+  EXPECT_NEAR(out[1], static_cast<float>(others) / total, 1e-5f);
+  for (int c = 2; c < 8; ++c) EXPECT_EQ(out[c], 0.f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, AttentionTest, ::testing::ValuesIn(testing::CompiledSimdTargets()),
