@@ -20,12 +20,17 @@
 #      against skipkv (default and SKIPKV_AMX=1), alternated, two rounds per
 #      file (issue 40 target 1: 16 x 1k batched decode >= 1.0x; the
 #      environment's BATCHED_THREADS changes the thread count);
-#   7. skipkv's read bandwidth and decode per thread count, and pp512 with
+#   7. depth: one sequence decoding at 4,096 tokens of context at 16 threads
+#      (DEPTH_THREADS), llama-bench -d 4096 against skipkv bench -b 1 -d 4096,
+#      Q8_0, two rounds alternated: the long-thought case, where skipkv's
+#      decode attention splits a sequence's cache into parts so that more
+#      threads than KV heads take part;
+#   8. skipkv's read bandwidth and decode per thread count, and pp512 with
 #      AMX off, if time is left.
 # Each step checks the time left and is skipped (saying so) when it would not
 # fit; every result is written to OUTDIR as it is made. One device command
 # runs at most 10 minutes, so STEPS picks the steps of this call, a comma list
-# of tests, amx, ab_q8_0, ab_q4_k_m, batched, decode, bandwidth, pp_no_amx
+# of tests, amx, ab_q8_0, ab_q4_k_m, batched, decode, depth, bandwidth, pp_no_amx
 # (default: all; they run in this order whatever STEPS's order); e.g. a first
 # call with tests,amx,ab_q8_0 and a second with ab_q4_k_m,batched,decode.
 #
@@ -43,9 +48,9 @@ if [ $# -lt 3 ]; then
   exit 2
 fi
 bundle=$1 lb=$2 out=$3 budget=${4:-540}
-steps=${5:-tests,amx,ab_q8_0,ab_q4_k_m,batched,decode,bandwidth,pp_no_amx}
+steps=${5:-tests,amx,ab_q8_0,ab_q4_k_m,batched,decode,depth,bandwidth,pp_no_amx}
 for s in ${steps//,/ }; do
-  case $s in tests | amx | ab_q8_0 | ab_q4_k_m | batched | decode | bandwidth | pp_no_amx) ;;
+  case $s in tests | amx | ab_q8_0 | ab_q4_k_m | batched | decode | depth | bandwidth | pp_no_amx) ;;
     *) echo "intel_protocol.sh: unknown step '$s' in STEPS '$steps'" >&2; exit 2 ;;
   esac
 done
@@ -83,7 +88,8 @@ make_model() {  # make_model TYPE FILE
   "${sk[@]}" "$d/skipkv" make-model --preset r1-qwen-1.5b --type "$1" --tokenizer "$d/tokenizer.json" \
     -o "$2.part" -q -t 4 && mv "$2.part" "$2"
 }
-if want ab_q8_0 || want ab_q4_k_m || want batched || want decode || want bandwidth || want pp_no_amx; then
+if want ab_q8_0 || want ab_q4_k_m || want batched || want decode || want depth || want bandwidth ||
+  want pp_no_amx; then
   mkdir -p "$models"
   say "models (background, kept in $models)"
   make_model q8_0 "$models/r1q8.gguf" &
@@ -112,7 +118,7 @@ if want amx && [ "$(left)" -gt 60 ]; then
   grep -E "^BM_" "$out/bench_amx.txt" | awk '{print $1, $(NF-3), $(NF-2), $(NF-1), $NF}'
 fi
 
-if want ab_q8_0 || want ab_q4_k_m || want batched || want decode; then
+if want ab_q8_0 || want ab_q4_k_m || want batched || want decode || want depth; then
   while [ ! -x "$lb" ] && [ $((SECONDS - start)) -lt $((budget / 3)) ]; do sleep 2; done
 fi
 ab() {  # ab NAME MODEL
@@ -173,6 +179,26 @@ if want decode; then
       --jsonl "$out/decode.jsonl" > "$out/decode.md" 2> "$out/decode.err"
     echo "bench_ab.py: exit $?"
     cat "$out/decode.md"
+  fi
+fi
+
+# One sequence at 4,096 tokens of context: llama-bench's tg32 after a 4,096-token
+# prefill (-d) against skipkv's bd@4096 (its cache filled directly), Q8_0.
+if want depth; then
+  if [ ! -x "$lb" ]; then say "skip depth: no llama-bench at $lb"
+  else
+    dt=${DEPTH_THREADS:-16}
+    say "one sequence at 4,096 tokens of context, $dt threads: llama-bench -d 4096, skipkv bench -b 1 -d 4096"
+    for r in 1 2; do
+      if [ "$(left)" -lt 70 ]; then say "skip depth round $r: $(left) s left"; continue; fi
+      l=$(timeout 90 "$lb" -m "$models/r1q8.gguf" -t "$dt" -p 0 -n 32 -d 4096 -r 1 -o jsonl 2>> "$out/depth_llama.err" |
+          tee -a "$out/depth_llama.jsonl" | python3 -c 'import json, sys
+for line in sys.stdin: print(round(json.loads(line)["avg_ts"], 2))')
+      s=$(timeout 60 "${sk[@]}" "$d/skipkv" bench -m "$models/r1q8.gguf" -t "$dt" -p 0 -n 0 -b 1 -d 4096 \
+          --decode-steps 32 -r 1 --bandwidth-gbs 1 2>&1 | tee -a "$out/depth_skipkv.txt" |
+          awk -F'|' '$4 ~ /bd@4096/ {gsub(/ /, "", $5); print $5}')
+      echo "round $r: llama.cpp tg32@d4096 ${l:-?} t/s, skipkv bd@4096 ${s:-?} t/s" | tee -a "$out/depth.md"
+    done
   fi
 fi
 

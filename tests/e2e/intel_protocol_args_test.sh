@@ -20,7 +20,7 @@ out=$("$script" "$tmp/none.tar.xz" "$tmp/llama-bench" "$tmp/out" 10 ab_q8_0,batc
 [[ $out == *"unknown step 'batchd'"* ]] || fail "unknown step not named in: $out"
 [ ! -e "$tmp/out" ] || fail "unknown step: the output folder was made before the check"
 
-for steps in tests amx ab_q8_0 ab_q4_k_m batched decode bandwidth pp_no_amx ab_q4_k_m,batched,decode; do
+for steps in tests amx ab_q8_0 ab_q4_k_m batched decode depth bandwidth pp_no_amx ab_q4_k_m,batched,decode; do
   out=$("$script" "$tmp/none.tar.xz" "$tmp/llama-bench" "$tmp/out" 10 "$steps" 2>&1); rc=$?
   [ "$rc" -eq 1 ] || fail "steps $steps: exit $rc, want 1 (missing bundle)"
   [[ $out == *"cannot unpack"* ]] || fail "steps $steps: no 'cannot unpack' in: $out"
