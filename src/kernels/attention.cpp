@@ -178,23 +178,34 @@ void Scores(const Tile& tile, const KT* k, const uint8_t* valid, int d, float sc
   ScoresT<NQ, KT>(DF(), tile, k, valid, d, scale, S);
 }
 
+// The max of columns [jj, jj + Lanes) of S[0..len)[kQT], 0 for a column with
+// no visible slot (Exp returns exactly 0 below -104, so -inf scores, masked,
+// then give 0).
+HWY_INLINE hn::Vec<DF> ColumnMax(DF df, const float* S, int64_t len, int jj) {
+  const auto neg_inf = hn::Set(df, kNegInf);
+  auto vmax = neg_inf;
+  for (int64_t s = 0; s < len; ++s) vmax = hn::Max(vmax, hn::LoadU(df, S + s * kQT + jj));
+  return hn::IfThenZeroElse(hn::Eq(vmax, neg_inf), vmax);
+}
+
+// Those columns become exp(S[s][j] - m_j) in place; returns their sums.
+HWY_INLINE hn::Vec<DF> ExpColumns(DF df, float* S, int64_t len, int jj, hn::Vec<DF> m) {
+  auto sum = hn::Zero(df);
+  for (int64_t s = 0; s < len; ++s) {
+    const auto p = hn::CallExp(df, hn::Sub(hn::LoadU(df, S + s * kQT + jj), m));
+    sum = hn::Add(sum, p);
+    hn::StoreU(p, df, S + s * kQT + jj);
+  }
+  return sum;
+}
+
 // Softmax over slots of each query column of S[0..len)[kQT], in place,
 // vectorised across the queries. A column with no visible slot becomes 0.
 void SoftmaxColumns(float* S, int64_t len) {
   const DF df;
   const int N = static_cast<int>(hn::Lanes(df));
-  const auto neg_inf = hn::Set(df, kNegInf);
   for (int jj = 0; jj < kQT; jj += N) {
-    auto vmax = neg_inf;
-    for (int64_t s = 0; s < len; ++s) vmax = hn::Max(vmax, hn::LoadU(df, S + s * kQT + jj));
-    // Exp returns exactly 0 below -104, so -inf scores (masked) give p = 0.
-    const auto m = hn::IfThenZeroElse(hn::Eq(vmax, neg_inf), vmax);
-    auto vsum = hn::Zero(df);
-    for (int64_t s = 0; s < len; ++s) {
-      const auto p = hn::CallExp(df, hn::Sub(hn::LoadU(df, S + s * kQT + jj), m));
-      vsum = hn::Add(vsum, p);
-      hn::StoreU(p, df, S + s * kQT + jj);
-    }
+    const auto vsum = ExpColumns(df, S, len, jj, ColumnMax(df, S, len, jj));
     const auto inv = hn::IfThenElseZero(hn::Gt(vsum, hn::Zero(df)), hn::Div(hn::Set(df, 1.f), vsum));
     for (int64_t s = 0; s < len; ++s) {
       hn::StoreU(hn::Mul(hn::LoadU(df, S + s * kQT + jj), inv), df, S + s * kQT + jj);
@@ -208,18 +219,10 @@ void SoftmaxColumns(float* S, int64_t len) {
 void PartialSoftmaxColumns(float* S, int64_t len, float* stats) {
   const DF df;
   const int N = static_cast<int>(hn::Lanes(df));
-  const auto neg_inf = hn::Set(df, kNegInf);
   alignas(32) float m_buf[kQT], l_buf[kQT];
   for (int jj = 0; jj < kQT; jj += N) {
-    auto vmax = neg_inf;
-    for (int64_t s = 0; s < len; ++s) vmax = hn::Max(vmax, hn::LoadU(df, S + s * kQT + jj));
-    const auto m = hn::IfThenZeroElse(hn::Eq(vmax, neg_inf), vmax);
-    auto vsum = hn::Zero(df);
-    for (int64_t s = 0; s < len; ++s) {
-      const auto p = hn::CallExp(df, hn::Sub(hn::LoadU(df, S + s * kQT + jj), m));
-      vsum = hn::Add(vsum, p);
-      hn::StoreU(p, df, S + s * kQT + jj);
-    }
+    const auto m = ColumnMax(df, S, len, jj);
+    const auto vsum = ExpColumns(df, S, len, jj, m);
     hn::Store(m, df, m_buf + jj);
     hn::Store(vsum, df, l_buf + jj);
   }
