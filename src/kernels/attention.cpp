@@ -291,18 +291,28 @@ void WeightedValues(const Tile& tile, const KT* v, const uint8_t* valid, int d, 
   }
 }
 
+// One tile of queries over slots [s0, s0 + tile.max_limit) of KV head kvh
+// (the tile's limits count from s0). part_stats == nullptr: the softmax is
+// normalised and H2O's attn_accum updated; otherwise (a part of a split item)
+// the probabilities stay unnormalised and each query's max and sum go to
+// part_stats. Each (slot, query) score and value FMA is the same either way.
 template <class KT>
-void RunTile(const AttentionShape& shape, const AttentionTask& task, int kvh, const Tile& tile, float* S) {
-  const KT* k = static_cast<const KT*>(task.k[kvh]);
-  const KT* v = static_cast<const KT*>(task.v[kvh]);
-  const uint8_t* valid = task.valid != nullptr ? task.valid[kvh] : nullptr;
+void RunTile(const AttentionShape& shape, const AttentionTask& task, int kvh, int64_t s0, const Tile& tile,
+             float* S, float* part_stats) {
   const int d = shape.head_dim;
+  const KT* k = static_cast<const KT*>(task.k[kvh]) + s0 * d;
+  const KT* v = static_cast<const KT*>(task.v[kvh]) + s0 * d;
+  const uint8_t* valid = task.valid != nullptr ? task.valid[kvh] + s0 : nullptr;
   switch (tile.nq) {
-#define SKIPKV_ATTN_CASE(n)                                  \
-  case n:                                                    \
-    Scores<n, KT>(tile, k, valid, d, shape.scale, S);        \
-    SoftmaxColumns(S, tile.max_limit);                       \
-    WeightedValues<n, KT>(tile, v, valid, d, S);             \
+#define SKIPKV_ATTN_CASE(n)                                 \
+  case n:                                                   \
+    Scores<n, KT>(tile, k, valid, d, shape.scale, S);       \
+    if (part_stats == nullptr) {                            \
+      SoftmaxColumns(S, tile.max_limit);                    \
+    } else {                                                \
+      PartialSoftmaxColumns(S, tile.max_limit, part_stats); \
+    }                                                       \
+    WeightedValues<n, KT>(tile, v, valid, d, S);            \
     break;
     SKIPKV_ATTN_CASE(1) SKIPKV_ATTN_CASE(2) SKIPKV_ATTN_CASE(3) SKIPKV_ATTN_CASE(4)
     SKIPKV_ATTN_CASE(5) SKIPKV_ATTN_CASE(6) SKIPKV_ATTN_CASE(7) SKIPKV_ATTN_CASE(8)
@@ -310,10 +320,10 @@ void RunTile(const AttentionShape& shape, const AttentionTask& task, int kvh, co
     default:
       SKIPKV_CHECK(false);
   }
-  if (task.attn_accum != nullptr) {
+  if (task.attn_accum != nullptr && part_stats == nullptr) {
     // H2O: per slot, add the probabilities in query order (row, then head),
     // as the reference does. Slots a query cannot see have P = 0.
-    float* acc = task.attn_accum[kvh];
+    float* acc = task.attn_accum[kvh] + s0;
     for (int64_t s = 0; s < tile.max_limit; ++s) {
       if (valid != nullptr && !valid[s]) continue;
       float a = acc[s];
@@ -325,64 +335,16 @@ void RunTile(const AttentionShape& shape, const AttentionTask& task, int kvh, co
   }
 }
 
-// A part of a split item (AttnItem::part_out): one tile of queries over slots
-// [slot_begin, slot_end), with the K/V/valid pointers and the causal limits
-// shifted to the part's first slot, so each (slot, query) score and value FMA
-// is the unsplit kernel's; only the softmax normalisation moves to the merge.
-template <class KT>
-void RunPartTile(const AttentionShape& shape, const AttnItem& item, float* S) {
-  const AttentionTask& task = *item.task;
-  const int group = shape.n_heads / shape.n_kv_heads;
-  const int d = shape.head_dim;
-  const int64_t s0 = item.slot_begin, len = item.slot_end - item.slot_begin;
-  Tile tile;
-  tile.nq = static_cast<int>(item.q_end - item.q_begin);
-  SKIPKV_CHECK(tile.nq >= 1 && tile.nq <= kQT);
-  tile.max_limit = 0;
-  for (int j = 0; j < tile.nq; ++j) {
-    const int64_t qi = item.q_begin + j;
-    const int64_t i = qi / group;
-    const int64_t head = static_cast<int64_t>(item.kv_head) * group + qi % group;
-    tile.q[j] = task.q + (i * shape.n_heads + head) * d;
-    tile.out[j] = item.part_out + static_cast<int64_t>(j) * d;
-    const int64_t limit = std::min<int64_t>(task.n_slots, task.first_query_slot + i + 1);
-    tile.limit[j] = std::clamp<int64_t>(limit - s0, 0, len);
-    tile.max_limit = std::max(tile.max_limit, tile.limit[j]);
-  }
-  if (tile.max_limit == 0) {  // no query sees a slot of this part
-    std::fill(item.part_stats, item.part_stats + 2 * kQT, 0.f);
-    std::fill(item.part_out, item.part_out + static_cast<int64_t>(tile.nq) * d, 0.f);
-    return;
-  }
-  const KT* k = static_cast<const KT*>(task.k[item.kv_head]) + s0 * d;
-  const KT* v = static_cast<const KT*>(task.v[item.kv_head]) + s0 * d;
-  const uint8_t* valid = task.valid != nullptr ? task.valid[item.kv_head] + s0 : nullptr;
-  switch (tile.nq) {
-#define SKIPKV_ATTN_PART_CASE(n)                               \
-  case n:                                                      \
-    Scores<n, KT>(tile, k, valid, d, shape.scale, S);          \
-    PartialSoftmaxColumns(S, tile.max_limit, item.part_stats); \
-    WeightedValues<n, KT>(tile, v, valid, d, S);               \
-    break;
-    SKIPKV_ATTN_PART_CASE(1) SKIPKV_ATTN_PART_CASE(2) SKIPKV_ATTN_PART_CASE(3) SKIPKV_ATTN_PART_CASE(4)
-    SKIPKV_ATTN_PART_CASE(5) SKIPKV_ATTN_PART_CASE(6) SKIPKV_ATTN_PART_CASE(7) SKIPKV_ATTN_PART_CASE(8)
-#undef SKIPKV_ATTN_PART_CASE
-            default : SKIPKV_CHECK(false);
-  }
-}
-
+// A whole item reads slots [0, n_slots) and writes the task's output rows; a
+// part of a split item (AttnItem::part_out, one tile) reads its slot range,
+// with the causal limits shifted to its first slot, and writes part_out.
 void AttentionItemT(const AttentionShape& shape, const AttnItem& item, float* scratch) {
-  if (item.part_out != nullptr) {
-    if (shape.kv_type == DType::kF16) {
-      RunPartTile<f16_t>(shape, item, scratch);
-    } else {
-      RunPartTile<float>(shape, item, scratch);
-    }
-    return;
-  }
   const AttentionTask& task = *item.task;
   const int group = shape.n_heads / shape.n_kv_heads;
   const int d = shape.head_dim;
+  const bool part = item.part_out != nullptr;
+  const int64_t s0 = part ? item.slot_begin : 0;
+  const int64_t len = part ? item.slot_end - item.slot_begin : task.n_slots;
   for (int64_t q0 = item.q_begin; q0 < item.q_end; q0 += kAttnQueryTile) {
     Tile tile;
     tile.nq = static_cast<int>(std::min<int64_t>(kAttnQueryTile, item.q_end - q0));
@@ -392,14 +354,16 @@ void AttentionItemT(const AttentionShape& shape, const AttnItem& item, float* sc
       const int64_t i = qi / group;
       const int64_t head = static_cast<int64_t>(item.kv_head) * group + qi % group;
       tile.q[j] = task.q + (i * shape.n_heads + head) * d;
-      tile.out[j] = task.out + (i * shape.n_heads + head) * d;
-      tile.limit[j] = std::min<int64_t>(task.n_slots, task.first_query_slot + i + 1);
+      tile.out[j] =
+          part ? item.part_out + (qi - item.q_begin) * d : task.out + (i * shape.n_heads + head) * d;
+      const int64_t limit = std::min<int64_t>(task.n_slots, task.first_query_slot + i + 1);
+      tile.limit[j] = std::clamp<int64_t>(limit - s0, 0, len);
       tile.max_limit = std::max(tile.max_limit, tile.limit[j]);
     }
     if (shape.kv_type == DType::kF16) {
-      RunTile<f16_t>(shape, task, item.kv_head, tile, scratch);
+      RunTile<f16_t>(shape, task, item.kv_head, s0, tile, scratch, item.part_stats);
     } else {
-      RunTile<float>(shape, task, item.kv_head, tile, scratch);
+      RunTile<float>(shape, task, item.kv_head, s0, tile, scratch, item.part_stats);
     }
   }
 }
