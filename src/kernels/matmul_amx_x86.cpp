@@ -154,7 +154,10 @@ struct HardTiles {
   }
   static SKIPKV_AMX_ATTR void Release() { _tile_release(); }
   // c[i * 16 + t] = sum_k w[i * w_stride + k] * q[token t][k], k < 32.
+  // tileloadd's asm (GCC's intrinsic) declares no memory input: the barrier
+  // orders it after the stores that filled its source (UnpackQ4KRows' nibbles).
   static SKIPKV_AMX_ATTR inline void BlockDot(const int8_t* w, size_t w_stride, const int8_t* b, int32_t* c) {
+    asm volatile("" ::: "memory");
     _tile_zero(0);
     _tile_loadd(1, w, w_stride);
     _tile_loadd(2, b, 64);
@@ -164,6 +167,7 @@ struct HardTiles {
   // The same with unsigned weights (TDPBUSD): w[i * w_stride + k] in 0..255.
   static SKIPKV_AMX_ATTR inline void BlockDotU8(const uint8_t* w, size_t w_stride, const int8_t* b,
                                                 int32_t* c) {
+    asm volatile("" ::: "memory");
     _tile_zero(0);
     _tile_loadd(1, w, w_stride);
     _tile_loadd(2, b, 64);

@@ -211,6 +211,9 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
     const bool bf16_dot = w.type == DType::kBF16 && internal::Bf16DotActive();
     const bool amx = amx_on && w.type == DType::kQ8_0;
     const bool amx_k = amx_on && w.type == DType::kQ4_K;
+    // Interleaved Q8_0 / Q4_K batches: the same activations, on tiles.
+    const bool amx_x16 =
+        amx_on && n >= internal::kAmxX16MinTokens && (w.type == DType::kQ8_0x16 || w.type == DType::kQ4_Kx16);
     const internal::ActFormat fmt = bf16_dot                            ? internal::ActFormat::kBF16
                                     : amx                               ? internal::ActFormat::kQ8Tiles
                                     : amx_k                             ? internal::ActFormat::kQ8KTiles
@@ -262,10 +265,11 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
       }
       a.act = act_of[f];
     }
-    p.rows_fn = bf16_dot ? internal::Bf16MatRows
-                : amx    ? internal::Q8_0AmxRows
-                : amx_k  ? internal::Q4_KAmxRows
-                         : internal::MatRows;
+    p.rows_fn = bf16_dot  ? internal::Bf16MatRows
+                : amx     ? internal::Q8_0AmxRows
+                : amx_k   ? internal::Q4_KAmxRows
+                : amx_x16 ? internal::X16AmxRows
+                          : internal::MatRows;
     p.rows = w.NumRows();
     total_rows += p.rows;
     products.push_back(p);
@@ -431,8 +435,8 @@ std::string AmxStatus() { return internal::AmxStatus(); }
 bool InterleavedWeightsWanted() {
   const char* env = std::getenv("SKIPKV_REPACK");
   if (env != nullptr && std::string(env) == "0") return false;
-  const bool x86_int8 = internal::DispatchIsAvx3Dl() || internal::Q8WideActive();
-  return x86_int8 && internal::Q8_0AmxMode() == internal::AmxMode::kOff;
+  // With AMX on too: batches of the interleaved types run on tiles (X16AmxRows).
+  return internal::DispatchIsAvx3Dl() || internal::Q8WideActive();
 }
 
 }  // namespace skipkv::kernels

@@ -144,10 +144,12 @@ std::string AmxStatus();
 // Whether Q4_K and Q8_0 weight matrices should be interleaved in groups of 16
 // rows (DType::kQ4_Kx16, kQ8_0x16; tensor/interleaved.h) before they reach
 // MatMul: true when the dispatch runs an x86 int8 target (AVX2, AVX3,
-// AVX3_DL), unless SKIPKV_REPACK=0 or the AMX tiles are on (SKIPKV_AMX=1;
-// they read the file's layout). MatMul takes the interleaved types on every
-// target either way. Their summation order is their own: results agree with
-// the file layout's to float rounding, not bit for bit.
+// AVX3_DL), unless SKIPKV_REPACK=0. With the AMX tiles on (SKIPKV_AMX=1),
+// batches of 8 tokens or more of the interleaved types run on tiles with the
+// same results, and decode on the VNNI kernel; the file's layout (weights
+// mapped, or SKIPKV_REPACK=0) takes the file-layout tile kernels for every
+// token count. MatMul takes the interleaved types on every target either way. Their summation order is their
+// own: results agree with the file layout's to float rounding, not bit for bit.
 bool InterleavedWeightsWanted();
 
 namespace ref {

@@ -338,10 +338,11 @@ void Bf16MatRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
 
 // Q8_0 and Q4_K weights on AMX tiles (matmul_amx_x86.cpp). kTiles with
 // SKIPKV_AMX=1 where the CPU and Linux allow it and the dispatch runs
-// AVX3_DL; every Q8_0 product then takes kQ8Tiles activations and
-// Q8_0AmxRows, every Q4_K product kQ8KTiles and Q4_KAmxRows, decode included
-// (one formulation for every token count; Q4_K's one-token case computes it
-// with AVX-512 instead of tiles). kSoftware: the same kernels on scalar
+// AVX3_DL; every Q8_0 product in the file's layout then takes kQ8Tiles
+// activations and Q8_0AmxRows, every Q4_K product kQ8KTiles and
+// Q4_KAmxRows, decode included (one formulation for every token count; Q4_K's
+// one-token case computes it with AVX-512 instead of tiles). Interleaved
+// weights take X16AmxRows (below). kSoftware: the same kernels on scalar
 // tiles, for tests.
 enum class AmxMode { kOff, kTiles, kSoftware };
 AmxMode Q8_0AmxMode();
@@ -356,5 +357,15 @@ void Q8_0AmxRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
 // Writes token t's BlockQ8_K blocks into its column of the kQ8KTiles buffer `out`.
 void ScatterQ8KTiles(const BlockQ8_K* blocks, int64_t in, int64_t t, uint8_t* out);
 void Q4_KAmxRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
+// Interleaved Q8_0 and Q4_K weights (kQ8_0x16 with kQ8 activations, kQ4_Kx16
+// with kQ8K) on AMX tiles, for batches of at least kAmxX16MinTokens where
+// Q8_0AmxMode() is not kOff (matmul_amx_x16_x86.cpp): the interleaved
+// kernels' formulation, so the results equal theirs bit for bit. Rows
+// [row_begin, row_end) are whole groups of 16.
+void X16AmxRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
+// Fewer tokens take the interleaved VNNI kernels (a tile holds 8 tokens).
+constexpr int64_t kAmxX16MinTokens = 8;
+// X16AmxRows calls since start-up (tests: that the tiles ran at all).
+int64_t X16AmxRowsCalls();
 
 }  // namespace skipkv::kernels::internal

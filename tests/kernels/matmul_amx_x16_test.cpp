@@ -1,0 +1,214 @@
+// Batches of interleaved Q8_0 and Q4_K weights on AMX tiles
+// (matmul_amx_x16_x86.cpp) against the interleaved kernels with AMX off, bit
+// for bit: the AVX-512 VNNI kernel of the native dispatch and the scalar
+// (EMU128) one, two codes that share nothing with the tile kernel and that
+// kernels_matmul_test holds to its oracle. Equal bits also show that turning
+// AMX on changes no result, that decode (each token alone, on the VNNI
+// kernel) equals a batch token, and that results do not depend on the thread
+// count, the guarded loop or the products beside them. Run on software tiles
+// (any AVX-512 CPU) and on real tiles where the CPU and Linux allow AMX; a
+// mode that cannot run here is skipped with the reason.
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "kernels/simd_internal.h"
+#include "tensor/interleaved.h"
+#include "tensor/quant.h"
+#include "util/fp16.h"
+#include "util/thread_pool.h"
+
+namespace skipkv {
+namespace {
+
+using kernels::internal::AmxMode;
+
+class AmxX16Test : public ::testing::TestWithParam<AmxMode> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!kernels::internal::SetAmxModeForTesting(GetParam(), &why)) GTEST_SKIP() << "not run here: " << why;
+  }
+  void TearDown() override {
+    hwy::SetSupportedTargetsForTest(0);
+    kernels::internal::ResetAmxModeForTesting();
+  }
+  void SetMode(AmxMode mode) {
+    std::string why;
+    ASSERT_TRUE(kernels::internal::SetAmxModeForTesting(mode, &why)) << why;
+  }
+};
+
+struct Weights {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+};
+
+// `rows` rows of FileTypeOf(type) from normal floats (or, for Q4_K with
+// raw, random bytes: every nibble and 6-bit scale and min), interleaved
+// when `type` is an interleaved type.
+Weights MakeWeights(DType type, int64_t rows, int64_t in, uint32_t seed, bool raw = false) {
+  std::mt19937 rng(seed);
+  const DType file = FileTypeOf(type);
+  const size_t row_bytes = RowBytes(file, in);
+  Weights w;
+  w.bytes.resize(row_bytes * rows);
+  if (raw) {
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> scale(-0.01f, 0.01f);
+    for (size_t blk = 0; blk < w.bytes.size() / sizeof(BlockQ4_K); ++blk) {
+      uint8_t* p = w.bytes.data() + blk * sizeof(BlockQ4_K);
+      const uint16_t d = F32ToF16(scale(rng)), dmin = F32ToF16(scale(rng));
+      std::memcpy(p, &d, 2);
+      std::memcpy(p + 2, &dmin, 2);
+      for (size_t i = 4; i < sizeof(BlockQ4_K); ++i) p[i] = static_cast<uint8_t>(byte(rng));
+    }
+  } else {
+    std::normal_distribution<float> nd(0.f, 0.05f);
+    std::vector<float> row(in);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (auto& v : row) v = nd(rng);
+      QuantizeRow(file, row.data(), w.bytes.data() + r * row_bytes, in);
+    }
+  }
+  if (file != type) InterleaveRows(file, w.bytes.data(), rows, in);
+  w.view.name = "w";
+  w.view.type = type;
+  w.view.n_dims = 2;
+  w.view.ne = {in, rows, 1, 1};
+  w.view.data = w.bytes.data();
+  return w;
+}
+
+std::vector<float> RandomActivations(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> x(n);
+  for (auto& v : x) v = nd(rng);
+  x[0] = 6.f;                                                  // an outlier, as activations have
+  if (n > 64) std::fill(x.begin() + 32, x.begin() + 64, 0.f);  // an all-zero Q8_0 block
+  return x;
+}
+
+void ExpectBitEqual(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(0, std::memcmp(&got[i], &want[i], sizeof(float)))
+        << what << ": element " << i << " = " << got[i] << ", want " << want[i];
+  }
+}
+
+std::vector<float> Product(const TensorView& v, const std::vector<float>& x, int64_t n, int threads) {
+  ThreadPool pool(threads);
+  std::vector<float> y(v.ne[1] * n, NAN);
+  kernels::MatMul(v, x.data(), n, y.data(), pool);
+  return y;
+}
+
+struct Case {
+  DType type;
+  int64_t rows, in, n;
+  bool raw;
+};
+
+// Token counts: one tile (8), a tile and one token (9), a partial last tile
+// (23), several tiles (150), and at in = 8960 two token blocks of about 1 MiB
+// (130 tokens: blocks of 104 Q8_0 / 96 Q8_K rows); an odd number of Q8_0
+// blocks (in = 96: the pipeline's last block has no partner); several row
+// groups per call.
+TEST_P(AmxX16Test, BatchesEqualTheInterleavedKernelsBitForBit) {
+  const Case cases[] = {
+      {DType::kQ8_0x16, 16, 32, 8, false},     {DType::kQ8_0x16, 48, 1536, 9, false},
+      {DType::kQ8_0x16, 32, 96, 23, false},    {DType::kQ8_0x16, 64, 768, 150, false},
+      {DType::kQ8_0x16, 16, 8960, 130, false}, {DType::kQ4_Kx16, 16, 256, 8, false},
+      {DType::kQ4_Kx16, 48, 1536, 9, false},   {DType::kQ4_Kx16, 32, 512, 23, true},
+      {DType::kQ4_Kx16, 64, 768, 150, false},  {DType::kQ4_Kx16, 16, 8960, 130, false},
+  };
+  uint32_t seed = 100;
+  for (const Case& c : cases) {
+    const std::string what = std::string(DTypeName(c.type)) + " " + std::to_string(c.rows) + "x" +
+                             std::to_string(c.in) + " n=" + std::to_string(c.n) + (c.raw ? " raw" : "");
+    SCOPED_TRACE(what);
+    const Weights w = MakeWeights(c.type, c.rows, c.in, ++seed, c.raw);
+    const auto x = RandomActivations(c.in * c.n, ++seed);
+    SetMode(AmxMode::kOff);
+    const auto want = Product(w.view, x, c.n, 1);
+    hwy::SetSupportedTargetsForTest(HWY_EMU128);
+    const auto scalar = Product(w.view, x, c.n, 2);
+    hwy::SetSupportedTargetsForTest(0);
+    ExpectBitEqual(scalar, want, what + ": the scalar interleaved kernel against the native one");
+    SetMode(GetParam());
+    for (const int threads : {1, 3}) {
+      const int64_t calls = kernels::internal::X16AmxRowsCalls();
+      ExpectBitEqual(Product(w.view, x, c.n, threads), want, what + ", threads " + std::to_string(threads));
+      EXPECT_GT(kernels::internal::X16AmxRowsCalls(), calls) << "the tiles did not run";
+    }
+    // Each token alone (decode: the VNNI kernel, AMX on or not) is its batch result.
+    ThreadPool pool(2);
+    std::vector<float> yt(c.rows);
+    for (int64_t t = 0; t < c.n; t += 7) {
+      kernels::MatVec(w.view, x.data() + t * c.in, yt.data(), pool);
+      ExpectBitEqual(yt, std::vector<float>(want.begin() + t * c.rows, want.begin() + (t + 1) * c.rows),
+                     what + ": token " + std::to_string(t) + " alone");
+    }
+  }
+}
+
+// Fewer tokens than a tile take the interleaved VNNI kernel.
+TEST_P(AmxX16Test, FewerTokensThanATileStayOffTheTiles) {
+  const Weights w = MakeWeights(DType::kQ8_0x16, 32, 512, 7);
+  const int64_t n = kernels::internal::kAmxX16MinTokens - 1;
+  const auto x = RandomActivations(512 * n, 8);
+  SetMode(AmxMode::kOff);
+  const auto want = Product(w.view, x, n, 2);
+  SetMode(GetParam());
+  const int64_t calls = kernels::internal::X16AmxRowsCalls();
+  ExpectBitEqual(Product(w.view, x, n, 2), want, "7 tokens");
+  EXPECT_EQ(kernels::internal::X16AmxRowsCalls(), calls);
+}
+
+// In one group with file-layout Q8_0 (tile activations of its own format) and
+// Q6_K, on the ordinary and the guarded loop (n <= 16), each product gives
+// what it gives alone with AMX off (for the file-layout Q8_0: alone with AMX on).
+TEST_P(AmxX16Test, GroupWithFileLayoutProducts) {
+  const int64_t in = 512;
+  const Weights q8x = MakeWeights(DType::kQ8_0x16, 48, in, 21),
+                q4x = MakeWeights(DType::kQ4_Kx16, 32, in, 22);
+  const Weights q8 = MakeWeights(DType::kQ8_0, 24, in, 23), q6 = MakeWeights(DType::kQ6_K, 40, in, 24);
+  for (const int64_t n : {int64_t{12}, int64_t{21}}) {
+    const auto x = RandomActivations(in * n, 30 + static_cast<uint32_t>(n));
+    SetMode(AmxMode::kOff);
+    const auto want8x = Product(q8x.view, x, n, 1), want4x = Product(q4x.view, x, n, 1);
+    const auto want6 = Product(q6.view, x, n, 1);
+    SetMode(GetParam());
+    const auto want8 = Product(q8.view, x, n, 1);
+    for (const bool guarded : {false, true}) {
+      const std::string what = "n=" + std::to_string(n) + (guarded ? " guarded" : "");
+      ThreadPool pool(3);
+      pool.SetBackupExecution(guarded);
+      std::vector<float> y8x(48 * n, NAN), y4x(32 * n, NAN), y8(24 * n, NAN), y6(40 * n, NAN);
+      const kernels::MatMulOut outs[] = {
+          {&q8x.view, y8x.data()}, {&q8.view, y8.data()}, {&q4x.view, y4x.data()}, {&q6.view, y6.data()}};
+      kernels::MatMulGroup(outs, x.data(), n, pool);
+      ExpectBitEqual(y8x, want8x, "Q8_0x16 " + what);
+      ExpectBitEqual(y4x, want4x, "Q4_Kx16 " + what);
+      ExpectBitEqual(y8, want8, "Q8_0 " + what);
+      ExpectBitEqual(y6, want6, "Q6_K " + what);
+    }
+  }
+}
+
+std::string ModeName(const ::testing::TestParamInfo<AmxMode>& info) {
+  return info.param == AmxMode::kTiles ? "Tiles" : "SoftwareTiles";
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, AmxX16Test, ::testing::Values(AmxMode::kSoftware, AmxMode::kTiles), ModeName);
+
+}  // namespace
+}  // namespace skipkv
