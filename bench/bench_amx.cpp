@@ -6,6 +6,10 @@
 //   BM_Q8_0Decode, BM_Q4_KDecode one token, weights rotated over copies
 //                 totalling >= 512 MiB so they stream from DRAM; counter GB/s
 //                 of weights.
+//   BM_Q8_0x16Batch, BM_Q4_Kx16Batch  prefill of the interleaved layouts
+//                 (the engine's default for weights read into memory): AMX
+//                 tiles (matmul_amx_x16_x86.cpp) against the interleaved VNNI
+//                 kernels, the same results bit for bit.
 // Args: amx (0 off, 1 on), shape index, threads. Without AMX the amx = 1 runs
 // are skipped with the reason. BM_Q4_KDecode with amx = 1 measures the AMX
 // path's one-token kernel, which is AVX-512 (matmul_amx_x86.cpp).
@@ -16,11 +20,12 @@
 #include <map>
 #include <memory>
 #include <random>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/simd_internal.h"
+#include "tensor/interleaved.h"
 #include "tensor/quant.h"
 #include "util/aligned_buffer.h"
 
@@ -43,7 +48,8 @@ const Weights& GetWeights(DType type, Shape s, size_t min_total_bytes) {
   if (slot) return *slot;
   slot = std::make_unique<Weights>();
   Weights& w = *slot;
-  const size_t row_bytes = RowBytes(type, s.in);
+  const DType file = FileTypeOf(type);  // interleaved types: quantised as the file's, then interleaved
+  const size_t row_bytes = RowBytes(file, s.in);
   w.bytes = row_bytes * static_cast<size_t>(s.rows);
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.f, 0.05f);
@@ -53,8 +59,9 @@ const Weights& GetWeights(DType type, Shape s, size_t min_total_bytes) {
   for (auto& c : w.copies) c.Resize(w.bytes);
   for (int64_t r = 0; r < s.rows; ++r) {
     for (auto& v : row) v = nd(rng);
-    QuantizeRow(type, row.data(), w.copies[0].as<uint8_t>() + r * row_bytes, s.in);
+    QuantizeRow(file, row.data(), w.copies[0].as<uint8_t>() + r * row_bytes, s.in);
   }
+  if (file != type) InterleaveRows(file, w.copies[0].as<uint8_t>(), s.rows, s.in);
   for (size_t i = 1; i < n_copies; ++i) std::memcpy(w.copies[i].as<uint8_t>(), w.copies[0].as<uint8_t>(), w.bytes);
   return w;
 }
@@ -104,6 +111,8 @@ void BM_Q8_0Batch(benchmark::State& state) { Run(state, DType::kQ8_0, 512, 0); }
 void BM_Q8_0Decode(benchmark::State& state) { Run(state, DType::kQ8_0, 1, size_t{512} << 20); }
 void BM_Q4_KBatch(benchmark::State& state) { Run(state, DType::kQ4_K, 512, 0); }
 void BM_Q4_KDecode(benchmark::State& state) { Run(state, DType::kQ4_K, 1, size_t{512} << 20); }
+void BM_Q8_0x16Batch(benchmark::State& state) { Run(state, DType::kQ8_0x16, 512, 0); }
+void BM_Q4_Kx16Batch(benchmark::State& state) { Run(state, DType::kQ4_Kx16, 512, 0); }
 
 // The arguments and timing every benchmark here takes.
 void Common(benchmark::internal::Benchmark* b) {
@@ -119,6 +128,8 @@ BENCHMARK(BM_Q8_0Batch)->Apply(Common)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Q8_0Decode)->Apply(Common)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q4_KBatch)->Apply(Common)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Q4_KDecode)->Apply(Common)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Q8_0x16Batch)->Apply(Common)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Q4_Kx16Batch)->Apply(Common)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace skipkv
