@@ -25,6 +25,10 @@
 //            acc = fma(d_r * y.d, float(sumi), acc);
 //            acc = fma(-(dmin_r * y.d), float(msum), acc).
 //
+// Q4_K's scales are unpacked as int32 lanes (sumi: eight vpmulld), its mins
+// as int16 pairs and the tokens' sub-block sums paired once per token block
+// (msum: four vpmaddwd), as the VNNI kernel does.
+//
 // Scheduling: 8 tokens a tile (their two accumulator chains are 16 zmm
 // registers); C is double-buffered in memory, so the tile instructions of
 // block b + 1 are issued before the AVX-512 epilogue of block b (they are
@@ -254,19 +258,35 @@ SKIPKV_AMX_X16_ATTR void Q8X16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
 // ---- Q4_Kx16 ----
 
 // One 16-row group, unpacked for the tiles: per superblock b and sub-block j
-// the B tile nib[(8 b + j) * 512 ..] (8 x 64 bytes, nibbles 0..15), the
-// rows' scales and mins as int32 lanes sc/mn[(8 b + j) * 16 + r], and d,
-// dmin[16 b + r] as f32.
+// the B tile nib[(8 b + j) * 512 ..] (8 x 64 bytes, nibbles 0..15); the
+// rows' scales as int32 lanes sc[(8 b + j) * 16 + r]; their mins as int16
+// pairs mpair[(4 b + p) * 16 + r] = m_{2p} | m_{2p+1} << 16 (what vpmaddwd
+// takes); d, dmin[16 b + r] as f32.
 struct Q4KGroup {
   std::vector<uint8_t> nib;
-  std::vector<int32_t> sc, mn;
+  std::vector<int32_t> sc, mpair;
   std::vector<float> d, dmin;
 };
+
+// Sub-block j's 6-bit values of the 16 rows as int32 lanes, from the low
+// bits `lo` ([j / 2][r], bits 4 (j % 2) ..) and the top bits `hi` ([r], bits
+// 2 j, 2 j + 1) of BlockQ4_Kx16 (tensor/dtype.h). (Masked forms throughout: see ToFloat.)
+constexpr __mmask16 kAll = 0xFFFF;
+SKIPKV_AMX_X16_ATTR inline __m512i SixBit(const uint8_t* lo, const uint16_t* hi, int j) {
+  const __m512i l = _mm512_maskz_cvtepu8_epi32(
+      kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(lo + (j / 2) * kRows)));
+  const __m512i h =
+      _mm512_maskz_cvtepu16_epi32(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi)));
+  const __m512i low4 =
+      _mm512_and_si512(_mm512_maskz_srli_epi32(kAll, l, 4 * (j % 2)), _mm512_set1_epi32(0x0f));
+  const __m512i top2 = _mm512_and_si512(_mm512_maskz_srli_epi32(kAll, h, 2 * j), _mm512_set1_epi32(3));
+  return _mm512_or_si512(low4, _mm512_maskz_slli_epi32(kAll, top2, 4));
+}
 
 SKIPKV_AMX_X16_ATTR void UnpackQ4KGroup(const BlockQ4_Kx16* w, int64_t nsb, Q4KGroup& g) {
   g.nib.resize(static_cast<size_t>(nsb) * 8 * 512);
   g.sc.resize(static_cast<size_t>(nsb) * 8 * kRows);
-  g.mn.resize(static_cast<size_t>(nsb) * 8 * kRows);
+  g.mpair.resize(static_cast<size_t>(nsb) * 4 * kRows);
   g.d.resize(static_cast<size_t>(nsb) * kRows);
   g.dmin.resize(static_cast<size_t>(nsb) * kRows);
   const __m512i lo4 = _mm512_set1_epi8(0x0f);
@@ -281,12 +301,13 @@ SKIPKV_AMX_X16_ATTR void UnpackQ4KGroup(const BlockQ4_Kx16* w, int64_t nsb, Q4KG
       }
     }
     for (int j = 0; j < 8; ++j) {
-      for (int r = 0; r < kRows; ++r) {
-        const int lo_at = (j / 2) * kRows + r, shift = 4 * (j % 2);
-        const size_t at = static_cast<size_t>(8 * b + j) * kRows + r;
-        g.sc[at] = ((x.sc_lo[lo_at] >> shift) & 0x0f) | (((x.sc_hi[r] >> (2 * j)) & 3) << 4);
-        g.mn[at] = ((x.m_lo[lo_at] >> shift) & 0x0f) | (((x.m_hi[r] >> (2 * j)) & 3) << 4);
-      }
+      _mm512_storeu_si512(g.sc.data() + static_cast<size_t>(8 * b + j) * kRows, SixBit(x.sc_lo, x.sc_hi, j));
+    }
+    for (int p = 0; p < 4; ++p) {
+      const __m512i pair =
+          _mm512_or_si512(SixBit(x.m_lo, x.m_hi, 2 * p),
+                          _mm512_maskz_slli_epi32(kAll, SixBit(x.m_lo, x.m_hi, 2 * p + 1), 16));
+      _mm512_storeu_si512(g.mpair.data() + static_cast<size_t>(4 * b + p) * kRows, pair);
     }
     _mm512_storeu_ps(g.d.data() + kRows * b,
                      HalvesToFloat(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.d))));
@@ -295,10 +316,43 @@ SKIPKV_AMX_X16_ATTR void UnpackQ4KGroup(const BlockQ4_Kx16* w, int64_t nsb, Q4KG
   }
 }
 
-// kTok tokens (Q8_K rows `act`, stride s) x one unpacked group of nsb superblocks.
+// Per token and superblock its d and the int16 pairs (bs32_{2p}, bs32_{2p+1})
+// of bs32_j = bsums[2 j] + bsums[2 j + 1] (|bs32_j| <= 32 * 127: exact), for
+// the kTok-token groups of a token block: TokenSums::at(t)[b] (t from the
+// block's first token; rows past the last token are zero).
+struct TokenSums {
+  struct Superblock {
+    float d;
+    int32_t pairs[4];
+  };
+  std::vector<Superblock> v;
+  int64_t nsb = 0;
+  const Superblock* at(int64_t t) const { return v.data() + t * nsb; }
+};
+
+void FillTokenSums(const MatArgs& a, int64_t tb, int64_t te, int64_t nsb, TokenSums& ts) {
+  const int64_t padded = (te - tb + kTok - 1) / kTok * kTok;
+  ts.nsb = nsb;
+  ts.v.assign(static_cast<size_t>(padded * nsb), TokenSums::Superblock{});
+  for (int64_t t = tb; t < te; ++t) {
+    const auto* y = reinterpret_cast<const BlockQ8_K*>(a.act + static_cast<size_t>(t) * a.act_row_bytes);
+    for (int64_t b = 0; b < nsb; ++b) {
+      TokenSums::Superblock& out = ts.v[static_cast<size_t>((t - tb) * nsb + b)];
+      out.d = y[b].d;
+      for (int p = 0; p < 4; ++p) {
+        const auto lo = static_cast<uint16_t>(y[b].bsums[4 * p] + y[b].bsums[4 * p + 1]);
+        const auto hi = static_cast<uint16_t>(y[b].bsums[4 * p + 2] + y[b].bsums[4 * p + 3]);
+        out.pairs[p] = static_cast<int32_t>(static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16));
+      }
+    }
+  }
+}
+
+// kTok tokens (Q8_K rows `act`, stride s; their sums `sums`) x one unpacked
+// group of nsb superblocks.
 template <class Tiles>
 SKIPKV_AMX_X16_ATTR void Q4KGroupTokens(const Q4KGroup& g, int64_t nsb, const uint8_t* act, size_t s,
-                                        __m512* acc) {
+                                        const TokenSums& ts, int64_t t_in_block, __m512* acc) {
   alignas(64) int32_t c[2][8][kTok * kRows];  // [superblock % 2][sub-block][token][row]
   for (int t = 0; t < kTok; ++t) acc[t] = _mm512_setzero_ps();
   const auto issue = [&](int64_t b) SKIPKV_AMX_X16_ATTR __attribute__((always_inline)) {
@@ -319,22 +373,20 @@ SKIPKV_AMX_X16_ATTR void Q4KGroupTokens(const Q4KGroup& g, int64_t nsb, const ui
     const __m512 d = _mm512_loadu_ps(g.d.data() + kRows * b),
                  dmin = _mm512_loadu_ps(g.dmin.data() + kRows * b);
     const int32_t* sc = g.sc.data() + static_cast<size_t>(8 * b) * kRows;
-    const int32_t* mn = g.mn.data() + static_cast<size_t>(8 * b) * kRows;
+    const int32_t* mp = g.mpair.data() + static_cast<size_t>(4 * b) * kRows;
+    __m512i sc_j[8], mp_p[4];
+    for (int j = 0; j < 8; ++j) sc_j[j] = _mm512_loadu_si512(sc + kRows * j);
+    for (int p = 0; p < 4; ++p) mp_p[p] = _mm512_loadu_si512(mp + kRows * p);
     for (int t = 0; t < kTok; ++t) {
-      const uint8_t* yb = act + t * s + b * sizeof(BlockQ8_K);
-      float y_d;
-      int16_t bsums[kQK_K / 16];
-      std::memcpy(&y_d, yb + offsetof(BlockQ8_K, d), sizeof y_d);
-      std::memcpy(bsums, yb + offsetof(BlockQ8_K, bsums), sizeof bsums);
-      __m512i sumi = _mm512_setzero_si512(), msum = _mm512_setzero_si512();
-      for (int j = 0; j < 8; ++j) {
-        sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(_mm512_loadu_si512(sc + kRows * j),
-                                                         _mm512_load_si512(cb[j] + kRows * t)));
-        const int32_t bs32 = int32_t{bsums[2 * j]} + int32_t{bsums[2 * j + 1]};
-        msum = _mm512_add_epi32(
-            msum, _mm512_mullo_epi32(_mm512_loadu_si512(mn + kRows * j), _mm512_set1_epi32(bs32)));
+      const TokenSums::Superblock& y = ts.at(t_in_block + t)[b];
+      __m512i sumi = _mm512_mullo_epi32(sc_j[0], _mm512_load_si512(cb[0] + kRows * t));
+      for (int j = 1; j < 8; ++j) {
+        sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(sc_j[j], _mm512_load_si512(cb[j] + kRows * t)));
       }
-      const __m512 yd = _mm512_set1_ps(y_d);
+      __m512i msum = _mm512_madd_epi16(mp_p[0], _mm512_set1_epi32(y.pairs[0]));
+      for (int p = 1; p < 4; ++p)
+        msum = _mm512_add_epi32(msum, _mm512_madd_epi16(mp_p[p], _mm512_set1_epi32(y.pairs[p])));
+      const __m512 yd = _mm512_set1_ps(y.d);
       acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, yd), ToFloat(sumi), acc[t]);
       acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, yd), ToFloat(msum), acc[t]);
     }
@@ -352,15 +404,17 @@ SKIPKV_AMX_X16_ATTR void Q4KX16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
   const int64_t per_block = TokensPerBlock(a.act_row_bytes);
   thread_local std::vector<uint8_t> pad;
   thread_local Q4KGroup g;
+  thread_local TokenSums ts;
   Tiles::Configure();
   for (int64_t tb = 0; tb < a.n; tb += per_block) {
     const int64_t te = std::min(a.n, tb + per_block);
+    FillTokenSums(a, tb, te, nsb, ts);
     for (int64_t r = r0; r < r1; r += kRows) {
       UnpackQ4KGroup(reinterpret_cast<const BlockQ4_Kx16*>(a.w + static_cast<size_t>(r) * a.w_row_bytes), nsb,
                      g);
       for (int64_t t0 = tb; t0 < te; t0 += kTok) {
         __m512 acc[kTok];
-        Q4KGroupTokens<Tiles>(g, nsb, TokenRows(a, t0, pad), a.act_row_bytes, acc);
+        Q4KGroupTokens<Tiles>(g, nsb, TokenRows(a, t0, pad), a.act_row_bytes, ts, t0 - tb, acc);
         StoreTokens(a, acc, t0, r);
       }
     }
