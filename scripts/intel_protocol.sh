@@ -28,6 +28,9 @@
 #      threads than KV heads take part;
 #   8. skipkv's read bandwidth and decode per thread count, and pp512 with
 #      AMX off, if time is left.
+# When the AMX kernel tests fail on the machine, the timed runs that would set
+# SKIPKV_AMX=1 set SKIPKV_AMX=0 instead, in this call and later ones (a marker
+# in MODELS_DIR), and say so.
 # Each step checks the time left and is skipped (saying so) when it would not
 # fit; every result is written to OUTDIR as it is made. One device command
 # runs at most 10 minutes, so STEPS picks the steps of this call, a comma list
@@ -99,12 +102,24 @@ if want ab_q8_0 || want ab_q4_k_m || want batched || want decode || want depth |
   m2=$!
 fi
 
+# SKIPKV_AMX for the timed runs: 1, unless this call's or an earlier call's
+# kernel tests failed on this machine (marker in MODELS_DIR): timings of wrong
+# results would waste the call, so skipkv then runs without AMX, and says so.
+mkdir -p "$models"
+amx=1
 if want tests; then
   say "kernel tests"
   "${sk[@]}" "$d/kernels_matmul_amx_test" > "$out/amx_test.txt" 2>&1
-  echo "kernels_matmul_amx_test: exit $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |not run here|element" "$out/amx_test.txt" | head -12
+  rc=$?
+  echo "kernels_matmul_amx_test: exit $rc"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |not run here|element" "$out/amx_test.txt" | head -12
+  if [ "$rc" = 0 ]; then rm -f "$models/amx_failed"; else echo "exit $rc" > "$models/amx_failed"; fi
   SKIPKV_AMX=1 "${sk[@]}" "$d/kernels_matmul_test" > "$out/matmul_test.txt" 2>&1
   echo "kernels_matmul_test with SKIPKV_AMX=1: exit $?"; grep -E "^\[  (PASSED|FAILED) " "$out/matmul_test.txt" | head -12
+fi
+
+if [ -e "$models/amx_failed" ]; then
+  amx=0
+  say "the AMX kernel tests failed on this machine ($models/amx_failed): skipkv's timed runs use SKIPKV_AMX=0"
 fi
 
 # Models first: timings never share the machine with make-model.
@@ -127,7 +142,7 @@ ab() {  # ab NAME MODEL
   if [ "$(left)" -lt 90 ]; then say "skip A/B $1: $(left) s left"; return; fi
   say "A/B $1"
   timeout $(($(left) - 30)) python3 scripts/bench_ab.py -e llama=llama:"$lb" -e skipkv=skipkv:"$d/skipkv" \
-    --env skipkv=LD_LIBRARY_PATH="$d/lib" --env skipkv=SKIPKV_AMX=1 --args skipkv="--bandwidth-gbs 1" \
+    --env skipkv=LD_LIBRARY_PATH="$d/lib" --env skipkv=SKIPKV_AMX=$amx --args skipkv="--bandwidth-gbs 1" \
     -m "$2" -t 16,8,4,2 -p 512 -n 32 -r 1 --rounds 2 --jsonl "$out/ab_$1.jsonl" > "$out/ab_$1.md" 2> "$out/ab_$1.err"
   echo "bench_ab.py: exit $?"
   cat "$out/ab_$1.md"
@@ -148,8 +163,8 @@ batched_round() {  # batched_round ROUND FILE NAME
       -t "${BATCHED_THREADS:-16}" 2>&1 | tee -a "$out/batched_llama.txt" |
       awk -F'|' '$2 ~ /^ *1024 *$/ {gsub(/ /, "", $9); print $9}')
   s=$(batched_skipkv "$2" "$out/batched_skipkv.txt" 0)
-  a=$(batched_skipkv "$2" "$out/batched_skipkv_amx.txt" 1)
-  echo "round $1 $3: llama.cpp S_TG ${l:-?} t/s, skipkv ${s:-?} t/s, skipkv SKIPKV_AMX=1 ${a:-?} t/s" |
+  a=$(batched_skipkv "$2" "$out/batched_skipkv_amx.txt" "$amx")
+  echo "round $1 $3: llama.cpp S_TG ${l:-?} t/s, skipkv ${s:-?} t/s, skipkv SKIPKV_AMX=$amx ${a:-?} t/s" |
     tee -a "$out/batched.md"
 }
 if want batched; then
@@ -175,7 +190,7 @@ if want decode; then
     # shellcheck disable=SC2046  # the engine options are meant to split into words
     timeout $(($(left) - 10)) python3 scripts/bench_ab.py -e llama=llama:"$lb" $(sk_e sk) $(sk_e sk_avx2) \
       $(sk_e sk_map) $(sk_e sk_amx) $(sk_e sk_file) --env sk_avx2=SKIPKV_SIMD=avx2 --args sk_map="--weights map" \
-      --env sk_amx=SKIPKV_AMX=1 --env sk_file=SKIPKV_REPACK=0 -m "$models/r1q8.gguf" -m "$models/r1q4.gguf" \
+      --env sk_amx=SKIPKV_AMX=$amx --env sk_file=SKIPKV_REPACK=0 -m "$models/r1q8.gguf" -m "$models/r1q4.gguf" \
       -t 1,4 -p 0 -n 16 -r 1 --rounds 2 \
       --jsonl "$out/decode.jsonl" > "$out/decode.md" 2> "$out/decode.err"
     echo "bench_ab.py: exit $?"
