@@ -13,6 +13,7 @@
 
 #include "io/make_model.h"
 #include "kernels/ops.h"
+#include "kernels/simd_internal.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "model_test_util.h"
@@ -298,6 +299,65 @@ TEST(ModelForward, ReadWeightsAreInterleavedInPlace) {
     TinySpec vocab_only;
     vocab_only.vocab = a.model->config().vocab_size;
     ExpectSameLogits(a, b, RandomSeq(vocab_only, 12, 32), 9, 3e-2);
+  }
+}
+
+// The forward pass over interleaved weights with the AMX tile kernels on
+// (software tiles: TDPBSSD's definition in scalar code, where the CPU has
+// AVX-512) gives the logits of AMX off bit for bit: a 12-token prefill and a
+// 9-token chunk run on tiles, the single tokens between them on the VNNI
+// kernel (kernels/matmul_amx_x16_x86.cpp).
+TEST(ModelForward, InterleavedWeightsOnTilesGiveTheSameLogits) {
+  std::string why;
+  if (!kernels::internal::SetAmxModeForTesting(kernels::internal::AmxMode::kSoftware, &why)) {
+    GTEST_SKIP() << "not run here: " << why;
+  }
+  kernels::internal::ResetAmxModeForTesting();
+  for (const char* type : {"q4_k", "q8_0"}) {
+    SCOPED_TRACE(type);
+    MakeModelOptions o;
+    o.preset = "tiny-llama";
+    o.shape = *LookupModelPreset("tiny-llama");
+    o.type = *ParseWeightType(type);
+    o.seed = 12;
+    o.threads = 1;
+    o.output_path = (std::filesystem::temp_directory_path() /
+                     ("skipkv_amx_" + std::to_string(::getpid()) + "_" + type + ".gguf"))
+                        .string();
+    ASSERT_TRUE(MakeRandomModel(o).ok());
+    auto read = OpenModel(o.output_path, "", FileLoad::kRead);
+    std::filesystem::remove(o.output_path);
+    ASSERT_TRUE(read.ok());
+    if (!kernels::InterleavedWeightsWanted()) GTEST_SKIP() << "the kernels want the file layout here";
+    ASSERT_GT(InterleaveWeights(**read), 0);
+    ForwardFixture f(std::shared_ptr<const ModelSource>(std::move(*read)));
+    ASSERT_NE(f.model, nullptr);
+    TinySpec vocab_only;
+    vocab_only.vocab = f.model->config().vocab_size;
+    const auto seq = RandomSeq(vocab_only, 24, 33);
+    const auto run = [&](kernels::internal::AmxMode mode) {
+      EXPECT_TRUE(kernels::internal::SetAmxModeForTesting(mode, nullptr));
+      auto cache = f.NewCache();
+      auto rows = f.Feed(*cache, seq, 0, 12);
+      for (size_t t = 12; t < 15; ++t) {
+        auto r = f.Feed(*cache, seq, t, t + 1);
+        rows.insert(rows.end(), r.begin(), r.end());
+      }
+      auto r = f.Feed(*cache, seq, 15, 24);
+      rows.insert(rows.end(), r.begin(), r.end());
+      kernels::internal::ResetAmxModeForTesting();
+      return rows;
+    };
+    const auto off = run(kernels::internal::AmxMode::kOff);
+    const int64_t calls = kernels::internal::X16AmxRowsCalls();
+    const auto tiles = run(kernels::internal::AmxMode::kSoftware);
+    EXPECT_GT(kernels::internal::X16AmxRowsCalls(), calls) << "the tiles did not run";
+    ASSERT_EQ(off.size(), tiles.size());
+    for (size_t t = 0; t < off.size(); ++t) {
+      ASSERT_EQ(off[t].size(), tiles[t].size());
+      EXPECT_EQ(0, std::memcmp(off[t].data(), tiles[t].data(), off[t].size() * sizeof(float)))
+          << "token " << t;
+    }
   }
 }
 
