@@ -6,16 +6,16 @@
 #      bundle (the AMX ones on real tiles where the CPU and Linux allow it);
 #   2. random-weight r1-qwen-1.5b Q8_0 and Q4_K_M files (`skipkv make-model`),
 #      kept in MODELS_DIR for the next call (only made when a step reads them);
-#   3. bench_amx: Q8_0 and Q4_K products with AMX off and on, 1/4/16 threads,
-#      in the file's layout and (prefill) the interleaved one;
+#   3. bench_amx: interleaved Q8_0 and Q4_K products (512 and 16 tokens) with
+#      AMX off and on, 1/4/16 threads;
 #   4. scripts/bench_ab.py, llama.cpp's llama-bench against skipkv with
 #      SKIPKV_AMX=1, alternated, pp512 and tg32 at 16, 8, 4 and 2 threads, two
 #      rounds per file;
 #   5. decode at 1 and 4 threads on Q8_0 and Q4_K_M, llama.cpp against
 #      skipkv's variants (the default dispatch, SKIPKV_SIMD=avx2, --weights
-#      map, SKIPKV_AMX=1, SKIPKV_REPACK=0: Q4_K in the file's layout),
-#      alternated: which of ISA path, page size, AMX and the interleaved Q4_K
-#      layout the per-core decode gap of issue 40 (0.41x at 1 thread) follows;
+#      map, SKIPKV_REPACK=0: Q4_K in the file's layout), alternated: which of
+#      ISA path, page size and the interleaved layouts the per-core decode gap
+#      of issue 40 (0.41x at 1 thread) follows (decode never runs on tiles);
 #   6. batched: 16 sequences x 1,024 tokens of context at 16 threads, 32
 #      decode steps, llama.cpp's llama-batched-bench (beside LLAMA_BENCH)
 #      against skipkv (default and SKIPKV_AMX=1), alternated, two rounds per
@@ -185,12 +185,12 @@ if want decode; then
   if [ ! -x "$lb" ]; then say "skip decode: no llama-bench at $lb"
   elif [ "$(left)" -lt 60 ]; then say "skip decode: $(left) s left"
   else
-    say "decode at 1 and 4 threads: llama.cpp, skipkv default, avx2, --weights map, SKIPKV_AMX=1, SKIPKV_REPACK=0"
+    say "decode at 1 and 4 threads: llama.cpp, skipkv default, avx2, --weights map, SKIPKV_REPACK=0"
     sk_e() { echo "-e $1=skipkv:$d/skipkv --env $1=LD_LIBRARY_PATH=$d/lib --args $1=--bandwidth-gbs=1"; }
     # shellcheck disable=SC2046  # the engine options are meant to split into words
     timeout $(($(left) - 10)) python3 scripts/bench_ab.py -e llama=llama:"$lb" $(sk_e sk) $(sk_e sk_avx2) \
-      $(sk_e sk_map) $(sk_e sk_amx) $(sk_e sk_file) --env sk_avx2=SKIPKV_SIMD=avx2 --args sk_map="--weights map" \
-      --env sk_amx=SKIPKV_AMX=$amx --env sk_file=SKIPKV_REPACK=0 -m "$models/r1q8.gguf" -m "$models/r1q4.gguf" \
+      $(sk_e sk_map) $(sk_e sk_file) --env sk_avx2=SKIPKV_SIMD=avx2 --args sk_map="--weights map" \
+      --env sk_file=SKIPKV_REPACK=0 -m "$models/r1q8.gguf" -m "$models/r1q4.gguf" \
       -t 1,4 -p 0 -n 16 -r 1 --rounds 2 \
       --jsonl "$out/decode.jsonl" > "$out/decode.md" 2> "$out/decode.err"
     echo "bench_ab.py: exit $?"

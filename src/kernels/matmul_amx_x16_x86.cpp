@@ -10,9 +10,13 @@
 // in place with stride 64; the A operand is 8 tokens' quants of the block,
 // straight from their ActQ8 (or Q8_K) rows (stride = the activation row's
 // bytes); C = 8 tokens x 16 weight rows of exact int32 block sums, so a C row
-// is one token's 16 rows, the int32 lanes of the VNNI kernel. (The file-layout
-// AMX kernels, matmul_amx_x86.cpp, take the weights as the A operand instead,
-// and need activations scattered into tile columns.) A Q4_Kx16 superblock's
+// is one token's 16 rows, the int32 lanes of the VNNI kernel. (An earlier
+// path took the file's layout with the weights as the A operand: its results
+// differed from the VNNI kernel's within rounding, its activations had to be
+// scattered into tile columns, and its one-token tiles decoded slower than the
+// VNNI kernel even with the tile instructions free (BENCHMARKS.md, "seventh
+// session"). Weights in the file's layout, mapped or SKIPKV_REPACK=0, now stay
+// off the tiles.) A Q4_Kx16 superblock's
 // nibbles become eight B tiles the same way once unpacked (low nibbles of
 // qs[8 p .. 8 p + 7] = sub-block 2 p, high nibbles = 2 p + 1): nibbles 0..15
 // are valid signed bytes, so TDPBSSD serves both types.
@@ -426,7 +430,7 @@ SKIPKV_AMX_X16_ATTR void Q4KX16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
 
 void X16AmxRows(const MatArgs& a, int64_t r0, int64_t r1) {
   SKIPKV_CHECK_MSG(r0 % kRows == 0 && r1 % kRows == 0, "X16AmxRows: rows split inside a group");
-  const AmxMode mode = Q8_0AmxMode();
+  const AmxMode mode = AmxTileMode();
   SKIPKV_CHECK_MSG(mode != AmxMode::kOff, "X16AmxRows: AMX is off");
   const bool tiles = mode == AmxMode::kTiles;
   g_x16_amx_calls.fetch_add(1, std::memory_order_relaxed);

@@ -192,9 +192,9 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   const uint8_t* act_of[kFormats] = {};
   // Q8_0 batches on AVX2/AVX3 take widened activations (bit-identical results).
   const bool q8_wide = n >= 2 && internal::Q8WideActive();
-  // Q8_0 and Q4_K on AMX tiles: every token count, decode included (one
-  // formulation); Q6_K and the other types keep their kernels.
-  const bool amx_on = internal::Q8_0AmxMode() != internal::AmxMode::kOff;
+  // Batches of interleaved Q8_0 and Q4_K on AMX tiles (the same activations
+  // and results); decode and every other type keep their kernels.
+  const bool amx_on = internal::AmxTileMode() != internal::AmxMode::kOff && n >= internal::kAmxX16MinTokens;
   struct Product {
     internal::MatArgs args;
     void (*rows_fn)(const internal::MatArgs&, int64_t, int64_t);
@@ -203,20 +203,14 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   thread_local std::vector<Product> products;
   products.clear();
   int64_t total_rows = 0;
-  bool whole_groups = amx_on;  // 16-row AMX weight tiles or interleaved groups: chunks of whole ones
+  bool whole_groups = false;  // interleaved 16-row groups: chunks of whole ones
   for (const MatMulOut& o : outs) {
     const TensorView& w = *o.w;
     whole_groups = whole_groups || FileTypeOf(w.type) != w.type;
     // BF16 weights take bf16 activations where the CPU has bf16 dot products.
     const bool bf16_dot = w.type == DType::kBF16 && internal::Bf16DotActive();
-    const bool amx = amx_on && w.type == DType::kQ8_0;
-    const bool amx_k = amx_on && w.type == DType::kQ4_K;
-    // Interleaved Q8_0 / Q4_K batches: the same activations, on tiles.
-    const bool amx_x16 =
-        amx_on && n >= internal::kAmxX16MinTokens && (w.type == DType::kQ8_0x16 || w.type == DType::kQ4_Kx16);
+    const bool amx = amx_on && (w.type == DType::kQ8_0x16 || w.type == DType::kQ4_Kx16);
     const internal::ActFormat fmt = bf16_dot                            ? internal::ActFormat::kBF16
-                                    : amx                               ? internal::ActFormat::kQ8Tiles
-                                    : amx_k                             ? internal::ActFormat::kQ8KTiles
                                     : q8_wide && w.type == DType::kQ8_0 ? internal::ActFormat::kQ8Wide
                                                                         : internal::ActFormatFor(w.type);
     Product p{};
@@ -236,40 +230,17 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
       const int f = static_cast<int>(fmt);
       if (act_of[f] == nullptr) {
         uint8_t* act = Scratch(act_bufs[f], internal::ActBytes(fmt, in, n));
-        if (fmt == internal::ActFormat::kQ8Tiles || fmt == internal::ActFormat::kQ8KTiles) {
-          // Each token is quantised in the tiles' base format (ActQ8, Q8_K) and
-          // scattered into its tile column; the absent tokens of the last group stay zero.
-          const bool k = fmt == internal::ActFormat::kQ8KTiles;
-          const internal::ActFormat base = k ? internal::ActFormat::kQ8K : internal::ActFormat::kQ8;
-          std::memset(act, 0, internal::ActBytes(fmt, in, n));
-          pool.ParallelFor(n, std::max<int64_t>(1, 4096 / in), [&](int64_t t0, int64_t t1, int) {
-            thread_local AlignedBuffer blocks;
-            uint8_t* q = Scratch(blocks, internal::ActRowBytes(base, in));
-            for (int64_t t = t0; t < t1; ++t) {
-              internal::QuantizeActivations(base, x + t * in, in, q);
-              if (k) {
-                internal::ScatterQ8KTiles(reinterpret_cast<const BlockQ8_K*>(q), in, t, act);
-              } else {
-                internal::ScatterQ8Tiles(reinterpret_cast<const internal::ActQ8*>(q), in, t, act);
-              }
-            }
-          });
-        } else {
-          pool.ParallelFor(n, std::max<int64_t>(1, 4096 / in), [&](int64_t t0, int64_t t1, int) {
-            for (int64_t t = t0; t < t1; ++t) {
-              internal::QuantizeActivations(fmt, x + t * in, in, act + static_cast<size_t>(t) * a.act_row_bytes);
-            }
-          });
-        }
+        pool.ParallelFor(n, std::max<int64_t>(1, 4096 / in), [&](int64_t t0, int64_t t1, int) {
+          for (int64_t t = t0; t < t1; ++t) {
+            internal::QuantizeActivations(fmt, x + t * in, in,
+                                          act + static_cast<size_t>(t) * a.act_row_bytes);
+          }
+        });
         act_of[f] = act;
       }
       a.act = act_of[f];
     }
-    p.rows_fn = bf16_dot  ? internal::Bf16MatRows
-                : amx     ? internal::Q8_0AmxRows
-                : amx_k   ? internal::Q4_KAmxRows
-                : amx_x16 ? internal::X16AmxRows
-                          : internal::MatRows;
+    p.rows_fn = bf16_dot ? internal::Bf16MatRows : amx ? internal::X16AmxRows : internal::MatRows;
     p.rows = w.NumRows();
     total_rows += p.rows;
     products.push_back(p);

@@ -136,19 +136,18 @@ const char* SimdTargetName();
 // AVX512_BF16 and the dispatch runs AVX3_DL. False: f32 FMA on the exact
 // activations, as for F16.
 bool Bf16DotProducts();
-// Whether Q8_0 products run on AMX tiles: "on", or "off (reason)". On with
-// SKIPKV_AMX=1 where the CPU has AMX-TILE/AMX-INT8, Linux grants the tile
-// state and the dispatch runs AVX3_DL (matmul_amx_x86.cpp; opt-in until
-// measured on an AMX machine).
+// Whether batches of interleaved Q8_0 and Q4_K weights run on AMX tiles: "on",
+// or "off (reason)". On with SKIPKV_AMX=1 where the CPU has AMX-TILE/AMX-INT8,
+// Linux grants the tile state and the dispatch runs AVX3_DL
+// (kernels/amx_x86.cpp; opt-in until measured on an AMX machine).
 std::string AmxStatus();
 // Whether Q4_K and Q8_0 weight matrices should be interleaved in groups of 16
 // rows (DType::kQ4_Kx16, kQ8_0x16; tensor/interleaved.h) before they reach
 // MatMul: true when the dispatch runs an x86 int8 target (AVX2, AVX3,
 // AVX3_DL), unless SKIPKV_REPACK=0. With the AMX tiles on (SKIPKV_AMX=1),
 // batches of 8 tokens or more of the interleaved types run on tiles with the
-// same results, and decode on the VNNI kernel; the file's layout (weights
-// mapped, or SKIPKV_REPACK=0) takes the file-layout tile kernels for every
-// token count. MatMul takes the interleaved types on every target either way. Their summation order is their
+// same results, and decode on the VNNI kernel; the file's layout never uses
+// the tiles. MatMul takes the interleaved types on every target either way. Their summation order is their
 // own: results agree with the file layout's to float rounding, not bit for bit.
 bool InterleavedWeightsWanted();
 

@@ -32,23 +32,8 @@ static_assert(sizeof(ActQ8) == 36);
 // The activation format the SIMD matmul of weight type t consumes (kBF16:
 // `in` bf16 values, for BF16 weights where Bf16DotActive(); kQ8Wide: Q8_0
 // batches where Q8WideActive(); both chosen in ops.cpp).
-// kQ8Tiles: ActQ8 values in AMX tile layout for Q8_0 where Q8_0AmxMode() is
-// not kOff (matmul_amx_x86.cpp): per group of 16 tokens, per block, 8 x 64
-// int8 (B[k][4t + j] = qs[token t][4k + j], absent tokens 0), then the
-// group's 16 f32 scales per block. A token's share is 36 bytes a block, as
-// for ActQ8, but groups are whole: see ActBytes.
-// kQ8KTiles: BlockQ8_K values in AMX tile layout for Q4_K where
-// Q8_0AmxMode() is not kOff: per group of 16 tokens, per 256-superblock
-// (kQ8KTileSuperBytes apart), its 8 sub-blocks of 32 as 8 x 64 int8 B tiles
-// (B[k][4t + j] = qs[token t][32 s + 4k + j] for sub-block s), then the
-// group's 16 f32 d, then the sub-block sums bsum32_s = bsums[2s] +
-// bsums[2s + 1] as int16, [pair p < 4][token t][s = 2p, 2p + 1]; absent
-// tokens are 0. A token's share is 276 bytes a superblock; groups are whole.
-enum class ActFormat { kF32, kQ8, kQ8K, kBF16, kQ8Wide, kQ8Tiles, kQ8KTiles };
-constexpr int kNumActFormats = static_cast<int>(ActFormat::kQ8KTiles) + 1;
-// Bytes of one superblock of a kQ8KTiles group: 8 tiles, 16 d, 16 x 8 bsum32.
-constexpr size_t kQ8KTileSuperBytes = 8 * 512 + 16 * sizeof(float) + 16 * 8 * sizeof(int16_t);
-static_assert(kQ8KTileSuperBytes % 64 == 0 && kQ8KTileSuperBytes == 16 * 276);
+enum class ActFormat { kF32, kQ8, kQ8K, kBF16, kQ8Wide };
+constexpr int kNumActFormats = static_cast<int>(ActFormat::kQ8Wide) + 1;
 
 // kQ8Wide: the ActQ8 blocks of a token, widened to int16 for the AVX2/AVX3
 // Q8_0 batch kernel (two vpmaddwd per block instead of vpsignb, vpmaddubsw
@@ -76,12 +61,9 @@ inline ActFormat ActFormatFor(DType t) {
 inline size_t ActRowBytes(ActFormat f, int64_t in) {
   switch (f) {
     case ActFormat::kQ8:
-    case ActFormat::kQ8Tiles:
       return static_cast<size_t>(in / 32) * sizeof(ActQ8);
     case ActFormat::kQ8K:
       return static_cast<size_t>(in / kQK_K) * sizeof(BlockQ8_K);
-    case ActFormat::kQ8KTiles:
-      return static_cast<size_t>(in / kQK_K) * (kQ8KTileSuperBytes / 16);
     case ActFormat::kBF16:
       return static_cast<size_t>(in) * sizeof(uint16_t);
     case ActFormat::kQ8Wide:
@@ -91,10 +73,8 @@ inline size_t ActRowBytes(ActFormat f, int64_t in) {
   }
 }
 
-// Bytes of n tokens' activations in format f (kQ8Tiles, kQ8KTiles: whole
-// groups of 16).
+// Bytes of n tokens' activations in format f.
 inline size_t ActBytes(ActFormat f, int64_t in, int64_t n) {
-  if (f == ActFormat::kQ8Tiles || f == ActFormat::kQ8KTiles) n = (n + 15) / 16 * 16;
   return ActRowBytes(f, in) * static_cast<size_t>(n);
 }
 
@@ -336,32 +316,21 @@ bool Bf16DotActive();
 void ConvertActivationsToBf16(const float* x, int64_t in, uint16_t* out);
 void Bf16MatRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
 
-// Q8_0 and Q4_K weights on AMX tiles (matmul_amx_x86.cpp). kTiles with
-// SKIPKV_AMX=1 where the CPU and Linux allow it and the dispatch runs
-// AVX3_DL; every Q8_0 product in the file's layout then takes kQ8Tiles
-// activations and Q8_0AmxRows, every Q4_K product kQ8KTiles and
-// Q4_KAmxRows, decode included (one formulation for every token count; Q4_K's
-// one-token case computes it with AVX-512 instead of tiles). Interleaved
-// weights take X16AmxRows (below). kSoftware: the same kernels on scalar
-// tiles, for tests.
+// Interleaved Q8_0 and Q4_K weights on AMX tiles. AmxTileMode() (amx_x86.cpp):
+// kTiles with SKIPKV_AMX=1 where the CPU and Linux allow it and the dispatch
+// runs AVX3_DL; kSoftware: the same kernels on scalar tiles, for tests.
 enum class AmxMode { kOff, kTiles, kSoftware };
-AmxMode Q8_0AmxMode();
+AmxMode AmxTileMode();
 // Forces a mode (tests); false with the reason when it cannot run here.
 bool SetAmxModeForTesting(AmxMode mode, std::string* why);
 void ResetAmxModeForTesting();
 // "on", or "off (reason)": for the start-up log and `skipkv bench`.
 std::string AmxStatus();
-// Writes token t's ActQ8 blocks into its column of the kQ8Tiles buffer `out`.
-void ScatterQ8Tiles(const ActQ8* blocks, int64_t in, int64_t t, uint8_t* out);
-void Q8_0AmxRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
-// Writes token t's BlockQ8_K blocks into its column of the kQ8KTiles buffer `out`.
-void ScatterQ8KTiles(const BlockQ8_K* blocks, int64_t in, int64_t t, uint8_t* out);
-void Q4_KAmxRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
-// Interleaved Q8_0 and Q4_K weights (kQ8_0x16 with kQ8 activations, kQ4_Kx16
-// with kQ8K) on AMX tiles, for batches of at least kAmxX16MinTokens where
-// Q8_0AmxMode() is not kOff (matmul_amx_x16_x86.cpp): the interleaved
-// kernels' formulation, so the results equal theirs bit for bit. Rows
-// [row_begin, row_end) are whole groups of 16.
+// kQ8_0x16 with kQ8 activations and kQ4_Kx16 with kQ8K, for batches of at
+// least kAmxX16MinTokens where AmxTileMode() is not kOff
+// (matmul_amx_x16_x86.cpp): the interleaved kernels' formulation, so the
+// results equal theirs bit for bit. Rows [row_begin, row_end) are whole
+// groups of 16.
 void X16AmxRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
 // Fewer tokens take the interleaved VNNI kernels (a tile holds 8 tokens).
 constexpr int64_t kAmxX16MinTokens = 8;

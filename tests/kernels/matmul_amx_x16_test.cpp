@@ -21,6 +21,7 @@
 #include "kernels/simd_internal.h"
 #include "tensor/interleaved.h"
 #include "tensor/quant.h"
+#include "test_weights.h"
 #include "util/fp16.h"
 #include "util/thread_pool.h"
 
@@ -45,45 +46,25 @@ class AmxX16Test : public ::testing::TestWithParam<AmxMode> {
   }
 };
 
-struct Weights {
-  std::vector<uint8_t> bytes;
-  TensorView view;
-};
+using testing::Weights;
 
-// `rows` rows of FileTypeOf(type) from normal floats (or, for Q4_K with
-// raw, random bytes: every nibble and 6-bit scale and min), interleaved
-// when `type` is an interleaved type.
+// Rows of normal(0, 0.05) floats quantised to FileTypeOf(type) (or, for
+// Q4_K with raw, random bytes: every nibble and 6-bit scale and min),
+// interleaved when `type` is an interleaved type.
 Weights MakeWeights(DType type, int64_t rows, int64_t in, uint32_t seed, bool raw = false) {
+  if (!raw) return testing::MakeWeights(type, in, rows, seed, 0.05f);
   std::mt19937 rng(seed);
-  const DType file = FileTypeOf(type);
-  const size_t row_bytes = RowBytes(file, in);
-  Weights w;
-  w.bytes.resize(row_bytes * rows);
-  if (raw) {
-    std::uniform_int_distribution<int> byte(0, 255);
-    std::uniform_real_distribution<float> scale(-0.01f, 0.01f);
-    for (size_t blk = 0; blk < w.bytes.size() / sizeof(BlockQ4_K); ++blk) {
-      uint8_t* p = w.bytes.data() + blk * sizeof(BlockQ4_K);
-      const uint16_t d = F32ToF16(scale(rng)), dmin = F32ToF16(scale(rng));
-      std::memcpy(p, &d, 2);
-      std::memcpy(p + 2, &dmin, 2);
-      for (size_t i = 4; i < sizeof(BlockQ4_K); ++i) p[i] = static_cast<uint8_t>(byte(rng));
-    }
-  } else {
-    std::normal_distribution<float> nd(0.f, 0.05f);
-    std::vector<float> row(in);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (auto& v : row) v = nd(rng);
-      QuantizeRow(file, row.data(), w.bytes.data() + r * row_bytes, in);
-    }
+  std::vector<uint8_t> bytes(RowBytes(FileTypeOf(type), in) * rows);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(-0.01f, 0.01f);
+  for (size_t blk = 0; blk < bytes.size() / sizeof(BlockQ4_K); ++blk) {
+    uint8_t* p = bytes.data() + blk * sizeof(BlockQ4_K);
+    const uint16_t d = F32ToF16(scale(rng)), dmin = F32ToF16(scale(rng));
+    std::memcpy(p, &d, 2);
+    std::memcpy(p + 2, &dmin, 2);
+    for (size_t i = 4; i < sizeof(BlockQ4_K); ++i) p[i] = static_cast<uint8_t>(byte(rng));
   }
-  if (file != type) InterleaveRows(file, w.bytes.data(), rows, in);
-  w.view.name = "w";
-  w.view.type = type;
-  w.view.n_dims = 2;
-  w.view.ne = {in, rows, 1, 1};
-  w.view.data = w.bytes.data();
-  return w;
+  return testing::WrapWeights(type, std::move(bytes), in, rows);
 }
 
 std::vector<float> RandomActivations(int64_t n, uint32_t seed) {
@@ -173,9 +154,9 @@ TEST_P(AmxX16Test, FewerTokensThanATileStayOffTheTiles) {
   EXPECT_EQ(kernels::internal::X16AmxRowsCalls(), calls);
 }
 
-// In one group with file-layout Q8_0 (tile activations of its own format) and
-// Q6_K, on the ordinary and the guarded loop (n <= 16), each product gives
-// what it gives alone with AMX off (for the file-layout Q8_0: alone with AMX on).
+// In one group with file-layout Q8_0 and Q6_K (which never use the tiles), on
+// the ordinary and the guarded loop (n <= 16), each product gives what it
+// gives alone with AMX off.
 TEST_P(AmxX16Test, GroupWithFileLayoutProducts) {
   const int64_t in = 512;
   const Weights q8x = MakeWeights(DType::kQ8_0x16, 48, in, 21),
@@ -185,9 +166,8 @@ TEST_P(AmxX16Test, GroupWithFileLayoutProducts) {
     const auto x = RandomActivations(in * n, 30 + static_cast<uint32_t>(n));
     SetMode(AmxMode::kOff);
     const auto want8x = Product(q8x.view, x, n, 1), want4x = Product(q4x.view, x, n, 1);
-    const auto want6 = Product(q6.view, x, n, 1);
+    const auto want6 = Product(q6.view, x, n, 1), want8 = Product(q8.view, x, n, 1);
     SetMode(GetParam());
-    const auto want8 = Product(q8.view, x, n, 1);
     for (const bool guarded : {false, true}) {
       const std::string what = "n=" + std::to_string(n) + (guarded ? " guarded" : "");
       ThreadPool pool(3);

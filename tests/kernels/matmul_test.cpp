@@ -16,37 +16,15 @@
 #include "simd_targets.h"
 #include "tensor/interleaved.h"
 #include "tensor/quant.h"
+#include "test_weights.h"
 
 namespace skipkv {
 namespace {
 
 using kernels::ref::MatMul;
 
-struct Weights {
-  std::vector<uint8_t> bytes;
-  TensorView view;
-};
-
-// kQ4_Kx16 / kQ8_0x16: the Q4_K / Q8_0 rows of the same seed, interleaved.
-Weights MakeWeights(DType t, int64_t in, int64_t rows, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  Weights w;
-  const DType file_type = FileTypeOf(t);
-  w.bytes.resize(RowBytes(file_type, in) * rows);
-  std::vector<float> row(in);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (auto& v : row) v = nd(rng);
-    QuantizeRow(file_type, row.data(), w.bytes.data() + r * RowBytes(file_type, in), in);
-  }
-  if (file_type != t) InterleaveRows(file_type, w.bytes.data(), rows, in);
-  w.view.name = "w";
-  w.view.type = t;
-  w.view.n_dims = 2;
-  w.view.ne = {in, rows, 1, 1};
-  w.view.data = w.bytes.data();
-  return w;
-}
+using testing::MakeWeights;
+using testing::Weights;
 
 std::vector<float> RandomVec(int64_t n, uint32_t seed, float scale = 1.f) {
   std::mt19937 rng(seed);

@@ -253,6 +253,21 @@ void ExpectSameLogits(ForwardFixture& a, ForwardFixture& b, const std::vector<Re
   std::printf("max relative logits difference: %.3g\n", worst);
 }
 
+// A random tiny-llama GGUF of weight type `type` (make-model) in the temporary
+// directory; its path, or "" when it could not be written.
+std::string WriteTinyLlama(const char* type, uint64_t seed, const std::string& tag) {
+  MakeModelOptions o;
+  o.preset = "tiny-llama";
+  o.shape = *LookupModelPreset("tiny-llama");
+  o.type = *ParseWeightType(type);
+  o.seed = seed;
+  o.threads = 1;
+  o.output_path = (std::filesystem::temp_directory_path() /
+                   ("skipkv_" + tag + "_" + std::to_string(::getpid()) + "_" + type + ".gguf"))
+                      .string();
+  return MakeRandomModel(o).ok() ? o.output_path : "";
+}
+
 // InterleaveWeights on model files (Q4_K, Q8_0): weights read into memory
 // are rewritten in place (every matrix of whole 16-row groups, the token
 // embedding included, whose rows GetRow then takes out of their groups);
@@ -263,19 +278,11 @@ void ExpectSameLogits(ForwardFixture& a, ForwardFixture& b, const std::vector<Re
 TEST(ModelForward, ReadWeightsAreInterleavedInPlace) {
   for (const char* type : {"q4_k", "q8_0"}) {
     SCOPED_TRACE(type);
-    MakeModelOptions o;
-    o.preset = "tiny-llama";
-    o.shape = *LookupModelPreset("tiny-llama");
-    o.type = *ParseWeightType(type);
-    o.seed = 8;
-    o.threads = 1;
-    o.output_path = (std::filesystem::temp_directory_path() /
-                     ("skipkv_x16_" + std::to_string(::getpid()) + "_" + type + ".gguf"))
-                        .string();
-    ASSERT_TRUE(MakeRandomModel(o).ok());
-    auto mapped = OpenModel(o.output_path, "", FileLoad::kMap);
-    auto read = OpenModel(o.output_path, "", FileLoad::kRead);
-    std::filesystem::remove(o.output_path);
+    const std::string path = WriteTinyLlama(type, 8, "x16");
+    ASSERT_FALSE(path.empty());
+    auto mapped = OpenModel(path, "", FileLoad::kMap);
+    auto read = OpenModel(path, "", FileLoad::kRead);
+    std::filesystem::remove(path);
     ASSERT_TRUE(mapped.ok() && read.ok());
     EXPECT_EQ(InterleaveWeights(**mapped), 0);
     if (!kernels::InterleavedWeightsWanted()) {
@@ -315,18 +322,10 @@ TEST(ModelForward, InterleavedWeightsOnTilesGiveTheSameLogits) {
   kernels::internal::ResetAmxModeForTesting();
   for (const char* type : {"q4_k", "q8_0"}) {
     SCOPED_TRACE(type);
-    MakeModelOptions o;
-    o.preset = "tiny-llama";
-    o.shape = *LookupModelPreset("tiny-llama");
-    o.type = *ParseWeightType(type);
-    o.seed = 12;
-    o.threads = 1;
-    o.output_path = (std::filesystem::temp_directory_path() /
-                     ("skipkv_amx_" + std::to_string(::getpid()) + "_" + type + ".gguf"))
-                        .string();
-    ASSERT_TRUE(MakeRandomModel(o).ok());
-    auto read = OpenModel(o.output_path, "", FileLoad::kRead);
-    std::filesystem::remove(o.output_path);
+    const std::string path = WriteTinyLlama(type, 12, "amx");
+    ASSERT_FALSE(path.empty());
+    auto read = OpenModel(path, "", FileLoad::kRead);
+    std::filesystem::remove(path);
     ASSERT_TRUE(read.ok());
     if (!kernels::InterleavedWeightsWanted()) GTEST_SKIP() << "the kernels want the file layout here";
     ASSERT_GT(InterleaveWeights(**read), 0);
