@@ -43,7 +43,7 @@
 // group of tokens reads a zero-padded copy of their rows.
 //
 // Not yet measured on an AMX CPU (BENCHMARKS.md, issue 40): the 8-token tile,
-// the 1 MiB token blocks and kAmxX16MinTokens are first choices. Tests run the
+// the 1 MiB token blocks and AmxMinTokens are first choices. Tests run the
 // same code on software tiles (TDPBSSD's definition in scalar code, with the
 // configured rows and column bytes) on any AVX-512 CPU, and on real tiles
 // where usable.

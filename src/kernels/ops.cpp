@@ -194,7 +194,7 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   const bool q8_wide = n >= 2 && internal::Q8WideActive();
   // Batches of interleaved Q8_0 and Q4_K on AMX tiles (the same activations
   // and results); decode and every other type keep their kernels.
-  const bool amx_on = internal::AmxTileMode() != internal::AmxMode::kOff && n >= internal::kAmxX16MinTokens;
+  const bool amx_on = internal::AmxTileMode() != internal::AmxMode::kOff;
   struct Product {
     internal::MatArgs args;
     void (*rows_fn)(const internal::MatArgs&, int64_t, int64_t);
@@ -209,7 +209,8 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
     whole_groups = whole_groups || FileTypeOf(w.type) != w.type;
     // BF16 weights take bf16 activations where the CPU has bf16 dot products.
     const bool bf16_dot = w.type == DType::kBF16 && internal::Bf16DotActive();
-    const bool amx = amx_on && (w.type == DType::kQ8_0x16 || w.type == DType::kQ4_Kx16);
+    const bool amx = amx_on && (w.type == DType::kQ8_0x16 || w.type == DType::kQ4_Kx16) &&
+                     n >= internal::AmxMinTokens(w.type);
     const internal::ActFormat fmt = bf16_dot                            ? internal::ActFormat::kBF16
                                     : q8_wide && w.type == DType::kQ8_0 ? internal::ActFormat::kQ8Wide
                                                                         : internal::ActFormatFor(w.type);

@@ -327,13 +327,18 @@ void ResetAmxModeForTesting();
 // "on", or "off (reason)": for the start-up log and `skipkv bench`.
 std::string AmxStatus();
 // kQ8_0x16 with kQ8 activations and kQ4_Kx16 with kQ8K, for batches of at
-// least kAmxX16MinTokens where AmxTileMode() is not kOff
+// least AmxMinTokens(type) where AmxTileMode() is not kOff
 // (matmul_amx_x16_x86.cpp): the interleaved kernels' formulation, so the
 // results equal theirs bit for bit. Rows [row_begin, row_end) are whole
 // groups of 16.
 void X16AmxRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
-// Fewer tokens take the interleaved VNNI kernels (a tile holds 8 tokens).
-constexpr int64_t kAmxX16MinTokens = 8;
+// Fewer tokens take the interleaved VNNI kernels. Q8_0x16: 8, a tile's
+// tokens. Q4_Kx16: 64, because each 16-row group is unpacked for the tiles
+// once per call: with the tile instructions stubbed out, the rest of the
+// kernel ran 2.1x the VNNI kernel at 512 tokens but only 1.0-1.3x at 16 on
+// one Zen 5 core (BENCHMARKS.md, "seventh session"). First choices, not yet
+// measured on an AMX CPU.
+inline int64_t AmxMinTokens(DType t) { return t == DType::kQ4_Kx16 ? 64 : 8; }
 // X16AmxRows calls since start-up (tests: that the tiles ran at all).
 int64_t X16AmxRowsCalls();
 

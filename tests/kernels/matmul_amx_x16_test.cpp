@@ -98,17 +98,18 @@ struct Case {
   bool raw;
 };
 
-// Token counts: one tile (8), a tile and one token (9), a partial last tile
-// (23), several tiles (150), and at in = 8960 two token blocks of about 1 MiB
-// (130 tokens: blocks of 104 Q8_0 / 96 Q8_K rows); an odd number of Q8_0
-// blocks (in = 96: the pipeline's last block has no partner); several row
-// groups per call.
+// Token counts from the smallest batch on tiles (AmxMinTokens: Q8_0 8, Q4_K
+// 64): one tile more and one token (9, 65), a partial last tile (23, 71),
+// several tiles (150), and at in = 8960 two token blocks of about 1 MiB (130
+// tokens: blocks of 104 Q8_0 / 96 Q8_K rows); an odd number of Q8_0 blocks
+// (in = 96: the pipeline's last block has no partner); several row groups
+// per call.
 TEST_P(AmxX16Test, BatchesEqualTheInterleavedKernelsBitForBit) {
   const Case cases[] = {
       {DType::kQ8_0x16, 16, 32, 8, false},     {DType::kQ8_0x16, 48, 1536, 9, false},
       {DType::kQ8_0x16, 32, 96, 23, false},    {DType::kQ8_0x16, 64, 768, 150, false},
-      {DType::kQ8_0x16, 16, 8960, 130, false}, {DType::kQ4_Kx16, 16, 256, 8, false},
-      {DType::kQ4_Kx16, 48, 1536, 9, false},   {DType::kQ4_Kx16, 32, 512, 23, true},
+      {DType::kQ8_0x16, 16, 8960, 130, false}, {DType::kQ4_Kx16, 16, 256, 64, false},
+      {DType::kQ4_Kx16, 48, 1536, 65, false},  {DType::kQ4_Kx16, 32, 512, 71, true},
       {DType::kQ4_Kx16, 64, 768, 150, false},  {DType::kQ4_Kx16, 16, 8960, 130, false},
   };
   uint32_t seed = 100;
@@ -141,28 +142,31 @@ TEST_P(AmxX16Test, BatchesEqualTheInterleavedKernelsBitForBit) {
   }
 }
 
-// Fewer tokens than a tile take the interleaved VNNI kernel.
-TEST_P(AmxX16Test, FewerTokensThanATileStayOffTheTiles) {
-  const Weights w = MakeWeights(DType::kQ8_0x16, 32, 512, 7);
-  const int64_t n = kernels::internal::kAmxX16MinTokens - 1;
-  const auto x = RandomActivations(512 * n, 8);
-  SetMode(AmxMode::kOff);
-  const auto want = Product(w.view, x, n, 2);
-  SetMode(GetParam());
-  const int64_t calls = kernels::internal::X16AmxRowsCalls();
-  ExpectBitEqual(Product(w.view, x, n, 2), want, "7 tokens");
-  EXPECT_EQ(kernels::internal::X16AmxRowsCalls(), calls);
+// Smaller batches take the interleaved VNNI kernel.
+TEST_P(AmxX16Test, SmallerBatchesStayOffTheTiles) {
+  for (const DType type : {DType::kQ8_0x16, DType::kQ4_Kx16}) {
+    SCOPED_TRACE(DTypeName(type));
+    const Weights w = MakeWeights(type, 32, 512, 7);
+    const int64_t n = kernels::internal::AmxMinTokens(type) - 1;
+    const auto x = RandomActivations(512 * n, 8);
+    SetMode(AmxMode::kOff);
+    const auto want = Product(w.view, x, n, 2);
+    SetMode(GetParam());
+    const int64_t calls = kernels::internal::X16AmxRowsCalls();
+    ExpectBitEqual(Product(w.view, x, n, 2), want, std::to_string(n) + " tokens");
+    EXPECT_EQ(kernels::internal::X16AmxRowsCalls(), calls);
+  }
 }
 
 // In one group with file-layout Q8_0 and Q6_K (which never use the tiles), on
-// the ordinary and the guarded loop (n <= 16), each product gives what it
-// gives alone with AMX off.
+// the ordinary and the guarded loop (n <= 16: Q8_0x16 on tiles, Q4_Kx16 not;
+// n = 70: both on tiles), each product gives what it gives alone with AMX off.
 TEST_P(AmxX16Test, GroupWithFileLayoutProducts) {
   const int64_t in = 512;
   const Weights q8x = MakeWeights(DType::kQ8_0x16, 48, in, 21),
                 q4x = MakeWeights(DType::kQ4_Kx16, 32, in, 22);
   const Weights q8 = MakeWeights(DType::kQ8_0, 24, in, 23), q6 = MakeWeights(DType::kQ6_K, 40, in, 24);
-  for (const int64_t n : {int64_t{12}, int64_t{21}}) {
+  for (const int64_t n : {int64_t{12}, int64_t{70}}) {
     const auto x = RandomActivations(in * n, 30 + static_cast<uint32_t>(n));
     SetMode(AmxMode::kOff);
     const auto want8x = Product(q8x.view, x, n, 1), want4x = Product(q4x.view, x, n, 1);

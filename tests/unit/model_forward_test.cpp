@@ -311,9 +311,9 @@ TEST(ModelForward, ReadWeightsAreInterleavedInPlace) {
 
 // The forward pass over interleaved weights with the AMX tile kernels on
 // (software tiles: TDPBSSD's definition in scalar code, where the CPU has
-// AVX-512) gives the logits of AMX off bit for bit: a 12-token prefill and a
-// 9-token chunk run on tiles, the single tokens between them on the VNNI
-// kernel (kernels/matmul_amx_x16_x86.cpp).
+// AVX-512) gives the logits of AMX off bit for bit: a 66-token prefill runs on
+// tiles (Q4_K from 64 tokens, Q8_0 from 8), a 9-token chunk on them for Q8_0,
+// the single tokens between on the VNNI kernel (kernels/matmul_amx_x16_x86.cpp).
 TEST(ModelForward, InterleavedWeightsOnTilesGiveTheSameLogits) {
   std::string why;
   if (!kernels::internal::SetAmxModeForTesting(kernels::internal::AmxMode::kSoftware, &why)) {
@@ -333,16 +333,16 @@ TEST(ModelForward, InterleavedWeightsOnTilesGiveTheSameLogits) {
     ASSERT_NE(f.model, nullptr);
     TinySpec vocab_only;
     vocab_only.vocab = f.model->config().vocab_size;
-    const auto seq = RandomSeq(vocab_only, 24, 33);
+    const auto seq = RandomSeq(vocab_only, 78, 33);
     const auto run = [&](kernels::internal::AmxMode mode) {
       EXPECT_TRUE(kernels::internal::SetAmxModeForTesting(mode, nullptr));
       auto cache = f.NewCache();
-      auto rows = f.Feed(*cache, seq, 0, 12);
-      for (size_t t = 12; t < 15; ++t) {
+      auto rows = f.Feed(*cache, seq, 0, 66);
+      for (size_t t = 66; t < 69; ++t) {
         auto r = f.Feed(*cache, seq, t, t + 1);
         rows.insert(rows.end(), r.begin(), r.end());
       }
-      auto r = f.Feed(*cache, seq, 15, 24);
+      auto r = f.Feed(*cache, seq, 69, 78);
       rows.insert(rows.end(), r.begin(), r.end());
       kernels::internal::ResetAmxModeForTesting();
       return rows;
