@@ -10,16 +10,17 @@
 // in place with stride 64; the A operand is 8 tokens' quants of the block,
 // straight from their ActQ8 (or Q8_K) rows (stride = the activation row's
 // bytes); C = 8 tokens x 16 weight rows of exact int32 block sums, so a C row
-// is one token's 16 rows, the int32 lanes of the VNNI kernel. (An earlier
-// path took the file's layout with the weights as the A operand: its results
-// differed from the VNNI kernel's within rounding, its activations had to be
-// scattered into tile columns, and its one-token tiles decoded slower than the
-// VNNI kernel even with the tile instructions free (BENCHMARKS.md, "seventh
-// session"). Weights in the file's layout, mapped or SKIPKV_REPACK=0, now stay
-// off the tiles.) A Q4_Kx16 superblock's
-// nibbles become eight B tiles the same way once unpacked (low nibbles of
-// qs[8 p .. 8 p + 7] = sub-block 2 p, high nibbles = 2 p + 1): nibbles 0..15
-// are valid signed bytes, so TDPBSSD serves both types.
+// is one token's 16 rows, the int32 lanes of the VNNI kernel. A Q4_Kx16
+// superblock's nibbles become eight B tiles the same way once unpacked (low
+// nibbles of qs[8 p .. 8 p + 7] = sub-block 2 p, high nibbles = 2 p + 1):
+// nibbles 0..15 are valid signed bytes, so TDPBSSD serves both types.
+//
+// Weights in the file's layout (mapped, or SKIPKV_REPACK=0) stay off the
+// tiles. An earlier path took that layout with the weights as the A operand:
+// its results differed from the VNNI kernel's within rounding, its
+// activations had to be scattered into tile columns, and its one-token tiles
+// decoded slower than the VNNI kernel even with the tile instructions free
+// (BENCHMARKS.md, "seventh session").
 //
 // Numerics, per weight row r and token t (the interleaved kernels' own):
 //   Q8_0x16: isum_b = exact int32 (a C element); acc[b % 2] = fma(float(isum_b),
