@@ -40,8 +40,8 @@
 // independent, and out-of-order execution overlaps them). Tokens go in
 // blocks of about 1 MiB of activations, weight row groups inner, so a group
 // (26 KiB of Q8_0x16 at 1,536 inputs; Q4_Kx16 unpacked once per token block)
-// stays in L2 while the block's tokens pass. A token block's last partial
-// group of tokens reads a zero-padded copy of their rows.
+// stays in L2 while the block's tokens pass. A last partial group of tokens
+// reads a zero-padded copy of their rows, made once per call.
 //
 // Not yet measured on an AMX CPU (BENCHMARKS.md, issue 40): the 8-token tile,
 // the 1 MiB token blocks and AmxMinTokens are first choices. Tests run the
@@ -183,15 +183,25 @@ int64_t TokensPerBlock(size_t act_row_bytes) {
   return std::max<int64_t>(kTok, static_cast<int64_t>((size_t{1} << 20) / act_row_bytes) / kTok * kTok);
 }
 
-// Token rows [t0, t0 + kTok) of the activations: in place when all exist,
-// else copied with zero rows after the last (into `pad`).
-const uint8_t* TokenRows(const MatArgs& a, int64_t t0, std::vector<uint8_t>& pad) {
-  const uint8_t* rows = a.act + static_cast<size_t>(t0) * a.act_row_bytes;
-  if (t0 + kTok <= a.n) return rows;
-  pad.assign(kTok * a.act_row_bytes, 0);
-  std::memcpy(pad.data(), rows, static_cast<size_t>(a.n - t0) * a.act_row_bytes);
-  return pad.data();
-}
+// The activation rows of token groups: in place, except a last group of
+// fewer than kTok tokens, which reads a copy with zero rows after its last
+// token (made once per call, in `pad`).
+class TokenGroups {
+ public:
+  TokenGroups(const MatArgs& a, std::vector<uint8_t>& pad) : a_(a), full_(a.n / kTok * kTok) {
+    if (full_ == a.n) return;
+    pad.assign(kTok * a.act_row_bytes, 0);
+    std::memcpy(pad.data(), Rows(full_), static_cast<size_t>(a.n - full_) * a.act_row_bytes);
+    last_ = pad.data();
+  }
+  const uint8_t* operator()(int64_t t0) const { return t0 < full_ ? Rows(t0) : last_; }
+
+ private:
+  const uint8_t* Rows(int64_t t0) const { return a_.act + static_cast<size_t>(t0) * a_.act_row_bytes; }
+  const MatArgs& a_;
+  int64_t full_;  // tokens in whole groups
+  const uint8_t* last_ = nullptr;
+};
 
 // Writes acc[t] (row r .. r + 15 of token t0 + t) for the tokens that exist.
 SKIPKV_AMX_X16_ATTR void StoreTokens(const MatArgs& a, const __m512* acc, int64_t t0, int64_t r) {
@@ -245,6 +255,7 @@ SKIPKV_AMX_X16_ATTR void Q8X16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
   const int64_t nb = a.in / 32;
   const int64_t per_block = TokensPerBlock(a.act_row_bytes);
   thread_local std::vector<uint8_t> pad;
+  const TokenGroups groups(a, pad);
   Tiles::Configure();
   for (int64_t tb = 0; tb < a.n; tb += per_block) {
     const int64_t te = std::min(a.n, tb + per_block);
@@ -252,7 +263,7 @@ SKIPKV_AMX_X16_ATTR void Q8X16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
       const auto* w = reinterpret_cast<const BlockQ8_0x16*>(a.w + static_cast<size_t>(r) * a.w_row_bytes);
       for (int64_t t0 = tb; t0 < te; t0 += kTok) {
         __m512 acc[kTok];
-        Q8GroupTokens<Tiles>(w, nb, TokenRows(a, t0, pad), a.act_row_bytes, acc);
+        Q8GroupTokens<Tiles>(w, nb, groups(t0), a.act_row_bytes, acc);
         StoreTokens(a, acc, t0, r);
       }
     }
@@ -410,6 +421,7 @@ SKIPKV_AMX_X16_ATTR void Q4KX16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
   thread_local std::vector<uint8_t> pad;
   thread_local Q4KGroup g;
   thread_local TokenSums ts;
+  const TokenGroups groups(a, pad);
   Tiles::Configure();
   for (int64_t tb = 0; tb < a.n; tb += per_block) {
     const int64_t te = std::min(a.n, tb + per_block);
@@ -419,7 +431,7 @@ SKIPKV_AMX_X16_ATTR void Q4KX16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
                      g);
       for (int64_t t0 = tb; t0 < te; t0 += kTok) {
         __m512 acc[kTok];
-        Q4KGroupTokens<Tiles>(g, nsb, TokenRows(a, t0, pad), a.act_row_bytes, ts, t0 - tb, acc);
+        Q4KGroupTokens<Tiles>(g, nsb, groups(t0), a.act_row_bytes, ts, t0 - tb, acc);
         StoreTokens(a, acc, t0, r);
       }
     }
