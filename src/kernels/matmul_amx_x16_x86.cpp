@@ -332,39 +332,30 @@ SKIPKV_AMX_X16_ATTR void UnpackQ4KGroup(const BlockQ4_Kx16* w, int64_t nsb, Q4KG
   }
 }
 
-// Per token and superblock its d and the int16 pairs (bs32_{2p}, bs32_{2p+1})
-// of bs32_j = bsums[2 j] + bsums[2 j + 1] (|bs32_j| <= 32 * 127: exact), for
-// the kTok-token groups of a token block: TokenSums::at(t)[b] (t from the
-// block's first token; rows past the last token are zero).
+// Per token and superblock its d and its sub-block sum pairs (Q8KBsumPairs),
+// for the kTok-token groups of a token block, t counted from the block's
+// first token; rows past the last token are zero.
 struct TokenSums {
-  struct Superblock {
-    float d;
-    int32_t pairs[4];
-  };
-  std::vector<Superblock> v;
+  std::vector<float> d;        // [t][b]
+  std::vector<int32_t> pairs;  // [t][4 b + p]
   int64_t nsb = 0;
-  const Superblock* at(int64_t t) const { return v.data() + t * nsb; }
+  float D(int64_t t, int64_t b) const { return d[static_cast<size_t>(t * nsb + b)]; }
+  const int32_t* Pairs(int64_t t, int64_t b) const { return pairs.data() + 4 * (t * nsb + b); }
 };
 
 void FillTokenSums(const MatArgs& a, int64_t tb, int64_t te, int64_t nsb, TokenSums& ts) {
-  const int64_t padded = (te - tb + kTok - 1) / kTok * kTok;
+  const auto padded = static_cast<size_t>((te - tb + kTok - 1) / kTok * kTok * nsb);
   ts.nsb = nsb;
-  ts.v.assign(static_cast<size_t>(padded * nsb), TokenSums::Superblock{});
+  ts.d.assign(padded, 0.f);
+  ts.pairs.assign(4 * padded, 0);
   for (int64_t t = tb; t < te; ++t) {
     const auto* y = reinterpret_cast<const BlockQ8_K*>(a.act + static_cast<size_t>(t) * a.act_row_bytes);
-    for (int64_t b = 0; b < nsb; ++b) {
-      TokenSums::Superblock& out = ts.v[static_cast<size_t>((t - tb) * nsb + b)];
-      out.d = y[b].d;
-      for (int p = 0; p < 4; ++p) {
-        const auto lo = static_cast<uint16_t>(y[b].bsums[4 * p] + y[b].bsums[4 * p + 1]);
-        const auto hi = static_cast<uint16_t>(y[b].bsums[4 * p + 2] + y[b].bsums[4 * p + 3]);
-        out.pairs[p] = static_cast<int32_t>(static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16));
-      }
-    }
+    for (int64_t b = 0; b < nsb; ++b) ts.d[static_cast<size_t>((t - tb) * nsb + b)] = y[b].d;
+    Q8KBsumPairs(y, nsb, ts.pairs.data() + 4 * (t - tb) * nsb);
   }
 }
 
-// kTok tokens (Q8_K rows `act`, stride s; their sums `sums`) x one unpacked
+// kTok tokens (Q8_K rows `act`, stride s; their sums: `ts` from t_in_block) x one unpacked
 // group of nsb superblocks.
 template <class Tiles>
 SKIPKV_AMX_X16_ATTR void Q4KGroupTokens(const Q4KGroup& g, int64_t nsb, const uint8_t* act, size_t s,
@@ -394,15 +385,15 @@ SKIPKV_AMX_X16_ATTR void Q4KGroupTokens(const Q4KGroup& g, int64_t nsb, const ui
     for (int j = 0; j < 8; ++j) sc_j[j] = _mm512_loadu_si512(sc + kRows * j);
     for (int p = 0; p < 4; ++p) mp_p[p] = _mm512_loadu_si512(mp + kRows * p);
     for (int t = 0; t < kTok; ++t) {
-      const TokenSums::Superblock& y = ts.at(t_in_block + t)[b];
+      const int32_t* pairs = ts.Pairs(t_in_block + t, b);
       __m512i sumi = _mm512_mullo_epi32(sc_j[0], _mm512_load_si512(cb[0] + kRows * t));
       for (int j = 1; j < 8; ++j) {
         sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(sc_j[j], _mm512_load_si512(cb[j] + kRows * t)));
       }
-      __m512i msum = _mm512_madd_epi16(mp_p[0], _mm512_set1_epi32(y.pairs[0]));
+      __m512i msum = _mm512_madd_epi16(mp_p[0], _mm512_set1_epi32(pairs[0]));
       for (int p = 1; p < 4; ++p)
-        msum = _mm512_add_epi32(msum, _mm512_madd_epi16(mp_p[p], _mm512_set1_epi32(y.pairs[p])));
-      const __m512 yd = _mm512_set1_ps(y.d);
+        msum = _mm512_add_epi32(msum, _mm512_madd_epi16(mp_p[p], _mm512_set1_epi32(pairs[p])));
+      const __m512 yd = _mm512_set1_ps(ts.D(t_in_block + t, b));
       acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, yd), ToFloat(sumi), acc[t]);
       acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, yd), ToFloat(msum), acc[t]);
     }

@@ -145,10 +145,11 @@ std::string AmxStatus();
 // rows (DType::kQ4_Kx16, kQ8_0x16; tensor/interleaved.h) before they reach
 // MatMul: true when the dispatch runs an x86 int8 target (AVX2, AVX3,
 // AVX3_DL), unless SKIPKV_REPACK=0. With the AMX tiles on (SKIPKV_AMX=1),
-// batches of 8 tokens or more of the interleaved types run on tiles with the
-// same results, and decode on the VNNI kernel; the file's layout never uses
-// the tiles. MatMul takes the interleaved types on every target either way. Their summation order is their
-// own: results agree with the file layout's to float rounding, not bit for bit.
+// batches of the interleaved types (8 tokens or more for Q8_0, 64 for Q4_K)
+// run on tiles with the same results, decode on the VNNI kernel; the file's
+// layout never uses the tiles. MatMul takes the interleaved types on every
+// target either way. Their summation order is their own: results agree with
+// the file layout's to float rounding, not bit for bit.
 bool InterleavedWeightsWanted();
 
 namespace ref {

@@ -73,6 +73,20 @@ inline size_t ActRowBytes(ActFormat f, int64_t in) {
   }
 }
 
+// A Q8_K token's sub-block sum pairs of each superblock as 4 dwords: dword p
+// = (bs32_{2p}, bs32_{2p+1}) as int16, bs32_j = bsums[2j] + bsums[2j+1]
+// (|bs32_j| <= 32 * 128: exact in int16); pairs[4 b + p]. What the
+// interleaved Q4_K kernels (VNNI and AMX) multiply the mins by with vpmaddwd.
+inline void Q8KBsumPairs(const BlockQ8_K* y, int64_t nb, int32_t* pairs) {
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int p = 0; p < 4; ++p) {
+      const auto lo = static_cast<uint16_t>(y[b].bsums[4 * p] + y[b].bsums[4 * p + 1]);
+      const auto hi = static_cast<uint16_t>(y[b].bsums[4 * p + 2] + y[b].bsums[4 * p + 3]);
+      pairs[4 * b + p] = static_cast<int32_t>(static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16));
+    }
+  }
+}
+
 // Bytes of n tokens' activations in format f.
 inline size_t ActBytes(ActFormat f, int64_t in, int64_t n) {
   return ActRowBytes(f, in) * static_cast<size_t>(n);

@@ -51,7 +51,7 @@ using testing::Weights;
 // Rows of normal(0, 0.05) floats quantised to FileTypeOf(type) (or, for
 // Q4_K with raw, random bytes: every nibble and 6-bit scale and min),
 // interleaved when `type` is an interleaved type.
-Weights MakeWeights(DType type, int64_t rows, int64_t in, uint32_t seed, bool raw = false) {
+Weights TileTestWeights(DType type, int64_t in, int64_t rows, uint32_t seed, bool raw = false) {
   if (!raw) return testing::MakeWeights(type, in, rows, seed, 0.05f);
   std::mt19937 rng(seed);
   std::vector<uint8_t> bytes(RowBytes(FileTypeOf(type), in) * rows);
@@ -117,7 +117,7 @@ TEST_P(AmxX16Test, BatchesEqualTheInterleavedKernelsBitForBit) {
     const std::string what = std::string(DTypeName(c.type)) + " " + std::to_string(c.rows) + "x" +
                              std::to_string(c.in) + " n=" + std::to_string(c.n) + (c.raw ? " raw" : "");
     SCOPED_TRACE(what);
-    const Weights w = MakeWeights(c.type, c.rows, c.in, ++seed, c.raw);
+    const Weights w = TileTestWeights(c.type, c.in, c.rows, ++seed, c.raw);
     const auto x = RandomActivations(c.in * c.n, ++seed);
     SetMode(AmxMode::kOff);
     const auto want = Product(w.view, x, c.n, 1);
@@ -146,7 +146,7 @@ TEST_P(AmxX16Test, BatchesEqualTheInterleavedKernelsBitForBit) {
 TEST_P(AmxX16Test, SmallerBatchesStayOffTheTiles) {
   for (const DType type : {DType::kQ8_0x16, DType::kQ4_Kx16}) {
     SCOPED_TRACE(DTypeName(type));
-    const Weights w = MakeWeights(type, 32, 512, 7);
+    const Weights w = TileTestWeights(type, 512, 32, 7);
     const int64_t n = kernels::internal::AmxMinTokens(type) - 1;
     const auto x = RandomActivations(512 * n, 8);
     SetMode(AmxMode::kOff);
@@ -163,9 +163,10 @@ TEST_P(AmxX16Test, SmallerBatchesStayOffTheTiles) {
 // n = 70: both on tiles), each product gives what it gives alone with AMX off.
 TEST_P(AmxX16Test, GroupWithFileLayoutProducts) {
   const int64_t in = 512;
-  const Weights q8x = MakeWeights(DType::kQ8_0x16, 48, in, 21),
-                q4x = MakeWeights(DType::kQ4_Kx16, 32, in, 22);
-  const Weights q8 = MakeWeights(DType::kQ8_0, 24, in, 23), q6 = MakeWeights(DType::kQ6_K, 40, in, 24);
+  const Weights q8x = TileTestWeights(DType::kQ8_0x16, in, 48, 21),
+                q4x = TileTestWeights(DType::kQ4_Kx16, in, 32, 22);
+  const Weights q8 = TileTestWeights(DType::kQ8_0, in, 24, 23),
+                q6 = TileTestWeights(DType::kQ6_K, in, 40, 24);
   for (const int64_t n : {int64_t{12}, int64_t{70}}) {
     const auto x = RandomActivations(in * n, 30 + static_cast<uint32_t>(n));
     SetMode(AmxMode::kOff);
