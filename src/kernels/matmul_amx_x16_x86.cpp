@@ -93,23 +93,24 @@ struct alignas(64) TileConfig {
 
 // Shapes of the six tiles: C kTok x 64 bytes (16 int32), A kTok x 32 bytes,
 // B 8 x 64 bytes.
-TileConfig Config() {
+constexpr TileConfig MakeConfig() {
   TileConfig cfg;
   for (int c : {kC0, kC1}) cfg.rows[c] = kTok, cfg.colsb[c] = 64;
   for (int a : {kA0, kA1}) cfg.rows[a] = kTok, cfg.colsb[a] = 32;
   for (int b : {kB0, kB1}) cfg.rows[b] = 8, cfg.colsb[b] = 64;
   return cfg;
 }
+// A constant, not a local: GCC's _tile_loadconfig declares only the first 8
+// bytes of its operand as read, so the stores of a local configuration's
+// shapes could be removed as dead.
+constexpr TileConfig kTileConfig = MakeConfig();
 
 // GCC's tile intrinsics stringify the register number, so each operation
 // takes it as a template argument and names it literally. tileloadd's asm
 // declares no memory input: a compiler barrier orders it after the stores
 // that fill its source (the unpacked Q4_K nibbles, the padded tokens).
 struct HardTiles {
-  static SKIPKV_AMX_X16_ATTR void Configure() {
-    const TileConfig cfg = Config();
-    _tile_loadconfig(&cfg);
-  }
+  static SKIPKV_AMX_X16_ATTR void Configure() { _tile_loadconfig(&kTileConfig); }
   static SKIPKV_AMX_X16_ATTR void Release() { _tile_release(); }
   template <int T>
   static SKIPKV_AMX_X16_ATTR inline void Load(const void* p, size_t stride) {
@@ -148,7 +149,7 @@ struct SoftTiles {
     thread_local State s;
     return s;
   }
-  static void Configure() { S().cfg = Config(); }
+  static void Configure() { S().cfg = kTileConfig; }
   static void Release() {}
   template <int T>
   static void Load(const void* p, size_t stride) {
