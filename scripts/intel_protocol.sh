@@ -38,17 +38,19 @@
 # (default: all; they run in this order whatever STEPS's order); e.g. a first
 # call with tests,amx,ab_q8_0 and a second with ab_q4_k_m,batched,decode.
 #
-# Usage: scripts/intel_protocol.sh BUNDLE.tar.xz LLAMA_BENCH OUTDIR [SECONDS [STEPS]]
-#   BUNDLE.tar.xz  made by scripts/device_bundle.sh
+# Usage: scripts/intel_protocol.sh BUNDLE LLAMA_BENCH OUTDIR [SECONDS [STEPS]]
+#   BUNDLE         .tar.gz or .tar.xz made by scripts/device_bundle.sh
 #   LLAMA_BENCH    path of llama.cpp's llama-bench, built on that machine with
 #                  -DGGML_NATIVE=ON (nothing of llama.cpp is part of this
-#                  repository); the script waits for it to appear (a build
-#                  started beside it), up to a third of the budget; the
-#                  batched step runs llama-batched-bench from its directory
+#                  repository); when a step of the call runs llama.cpp, the
+#                  script waits for it (and for llama-batched-bench from its
+#                  directory, which the batched step runs) before its first
+#                  timed step, up to a third of the budget, so that a build
+#                  started beside it never shares the cores with a timing
 #   SECONDS        the budget (default 540)
 set -u
 if [ $# -lt 3 ]; then
-  echo "usage: scripts/intel_protocol.sh BUNDLE.tar.xz LLAMA_BENCH OUTDIR [SECONDS [STEPS]]" >&2
+  echo "usage: scripts/intel_protocol.sh BUNDLE LLAMA_BENCH OUTDIR [SECONDS [STEPS]]" >&2
   exit 2
 fi
 bundle=$1 lb=$2 out=$3 budget=${4:-540}
@@ -76,7 +78,14 @@ lscpu > "$out/lscpu.txt" 2>&1
 
 unpacked=$(mktemp -d)
 trap 'rm -rf "$unpacked"' EXIT  # the bundle is unpacked anew by every call
-tar -xJf "$bundle" -C "$unpacked" || { echo "cannot unpack $bundle" >&2; exit 1; }
+# tar picks the compression from the file; an image without xz unpacks a
+# .tar.xz with Python's tarfile (its lzma module) instead.
+if ! tar -xf "$bundle" -C "$unpacked" 2> "$out/unpack.err" &&
+  ! python3 -c 'import sys, tarfile
+kw = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+tarfile.open(sys.argv[1]).extractall(sys.argv[2], **kw)' "$bundle" "$unpacked" 2>> "$out/unpack.err"; then
+  echo "cannot unpack $bundle:" >&2; cat "$out/unpack.err" >&2; exit 1
+fi
 d=$unpacked/bundle
 sk=(env LD_LIBRARY_PATH="$d/lib")
 echo "bundle: $(head -1 "$d/COMMIT")"
@@ -128,15 +137,25 @@ if [ "$m1" != 0 ]; then
   say "models: $(ls -l "$models"/r1q8.gguf "$models"/r1q4.gguf 2>&1 | awk '{print $5, $NF}' | tr '\n' ' ')"
 fi
 
-if want amx && [ "$(left)" -gt 60 ]; then
+# A llama.cpp build started beside this call must end before the first timed
+# step, or it would share the cores with bench_amx: wait for its programs (up
+# to a third of the budget) when a step of this call runs one.
+if want ab_q8_0 || want ab_q4_k_m || want batched || want decode || want depth; then
+  lbb=$(dirname "$lb")/llama-batched-bench
+  while { [ ! -x "$lb" ] || { want batched && [ ! -x "$lbb" ]; }; } &&
+    [ $((SECONDS - start)) -lt $((budget / 3)) ]; do sleep 2; done
+  say "llama.cpp: $([ -x "$lb" ] && echo "$lb" || echo "no llama-bench at $lb")"
+fi
+
+# fits NAME SECONDS: whether the step NAME has more than SECONDS left; says so when not.
+fits() { [ "$(left)" -gt "$2" ] && return 0; say "skip $1: $(left) s left"; return 1; }
+
+if want amx && fits bench_amx 60; then
   say "bench_amx"
   timeout $(($(left) - 40)) "${sk[@]}" "$d/bench_amx" > "$out/bench_amx.txt" 2>&1
   grep -E "^BM_" "$out/bench_amx.txt" | awk '{print $1, $(NF-3), $(NF-2), $(NF-1), $NF}'
 fi
 
-if want ab_q8_0 || want ab_q4_k_m || want batched || want decode || want depth; then
-  while [ ! -x "$lb" ] && [ $((SECONDS - start)) -lt $((budget / 3)) ]; do sleep 2; done
-fi
 ab() {  # ab NAME MODEL
   if [ ! -x "$lb" ]; then say "skip A/B $1: no llama-bench at $lb"; return; fi
   if [ "$(left)" -lt 90 ]; then say "skip A/B $1: $(left) s left"; return; fi
@@ -168,7 +187,6 @@ batched_round() {  # batched_round ROUND FILE NAME
     tee -a "$out/batched.md"
 }
 if want batched; then
-  lbb=$(dirname "$lb")/llama-batched-bench
   if [ ! -x "$lbb" ]; then say "skip batched: no llama-batched-bench at $lbb"
   else
     say "16 x 1k batched decode, ${BATCHED_THREADS:-16} threads: llama-batched-bench, skipkv, skipkv SKIPKV_AMX=1"
@@ -218,13 +236,13 @@ for line in sys.stdin: print(round(json.loads(line)["avg_ts"], 2))')
   fi
 fi
 
-if want bandwidth && [ "$(left)" -gt 45 ]; then
+if want bandwidth && fits bandwidth 45; then
   say "read bandwidth and decode per thread count"
   timeout $(($(left) - 20)) "${sk[@]}" "$d/skipkv" bench -m "$models/r1q8.gguf" -p 0 -n 16 -r 1 -t 16,8,4,2,1 \
     > "$out/bandwidth.txt" 2>&1
   grep -E "read bandwidth|tg16|AMX" "$out/bandwidth.txt"
 fi
-if want pp_no_amx && [ "$(left)" -gt 25 ]; then
+if want pp_no_amx && fits pp_no_amx 25; then
   say "pp512 with AMX off"
   timeout $(($(left) - 5)) "${sk[@]}" "$d/skipkv" bench -m "$models/r1q8.gguf" -p 512 -n 0 -r 1 -t 16,4 \
     > "$out/pp_no_amx.txt" 2>&1
