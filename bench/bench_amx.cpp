@@ -99,7 +99,8 @@ void Run(benchmark::State& state, DType type, int64_t n, size_t min_total_bytes)
   const double iters = static_cast<double>(state.iterations());
   state.counters["GMAC/s"] =
       benchmark::Counter(1e-9 * static_cast<double>(s.rows * s.in * n) * iters, benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(state.range(0) ? "AMX " : "no AMX ") + kernels::SimdTargetName());
+  state.SetLabel(std::string(state.range(0) ? "AMX " : "no AMX ") + kernels::SimdTargetName() + " " +
+                 std::to_string(s.rows) + "x" + std::to_string(s.in));
 }
 
 void BM_Q8_0x16Batch(benchmark::State& state) { Run(state, DType::kQ8_0x16, 512, 0); }

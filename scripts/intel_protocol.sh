@@ -7,7 +7,8 @@
 #   2. random-weight r1-qwen-1.5b Q8_0 and Q4_K_M files (`skipkv make-model`),
 #      kept in MODELS_DIR for the next call (only made when a step reads them);
 #   3. bench_amx: interleaved Q8_0 and Q4_K products (512 and 16 tokens) with
-#      AMX off and on, 1/4/16 threads;
+#      AMX off and on, 1/4/16 threads, as a table of on / off
+#      (scripts/bench_amx_table.py);
 #   4. scripts/bench_ab.py, llama.cpp's llama-bench against skipkv with
 #      SKIPKV_AMX=1, alternated, pp512 and tg32 at 16, 8, 4 and 2 threads, two
 #      rounds per file;
@@ -153,7 +154,7 @@ fits() { [ "$(left)" -gt "$2" ] && return 0; say "skip $1: $(left) s left"; retu
 if want amx && fits bench_amx 60; then
   say "bench_amx"
   timeout $(($(left) - 40)) "${sk[@]}" "$d/bench_amx" > "$out/bench_amx.txt" 2>&1
-  grep -E "^BM_" "$out/bench_amx.txt" | awk '{print $1, $(NF-3), $(NF-2), $(NF-1), $NF}'
+  python3 scripts/bench_amx_table.py "$out/bench_amx.txt" | tee "$out/bench_amx.md"
 fi
 
 ab() {  # ab NAME MODEL
