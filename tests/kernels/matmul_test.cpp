@@ -335,23 +335,39 @@ TEST_P(MatMulTest, GuardedDecodeMatchesLoneProducts) {
         const uint32_t r = rng.fetch_add(2654435761u) >> 16;
         if (r % 2 == 0) std::this_thread::sleep_for(std::chrono::microseconds(100 + r % 300));
       });
-      // At least 40 iterations, and on until a chunk has been redone (workers
-      // claim chunks only when they wake before the caller has taken them all).
-      for (int it = 0; it < 2000 && (it < 40 || pool.backup_runs() == 0); ++it) {
+      // At least 40 iterations, and on until a chunk has been redone (up to 30
+      // s). A worker claims chunks only if it runs when a loop starts, and these
+      // loops take the caller microseconds, less than a sleeping worker's
+      // wake-up on a loaded machine (3 of 3 runs beside a build redid nothing in
+      // 2,000 single loops). So each iteration runs the group twice back to
+      // back: the second loop starts while the workers still spin after the first.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      for (int it = 0; it < 40 || (pool.backup_runs() == 0 && std::chrono::steady_clock::now() < deadline);
+           ++it) {
         const int64_t n = it % 3 == 0 ? 1 : it % 3 == 1 ? 3 : 16;
         const auto x = RandomVec(in * n, 300 + it, 0.5f);
-        std::vector<std::vector<float>> ys(ws.size());
-        std::vector<kernels::MatMulOut> outs;
+        std::vector<std::vector<float>> lone(ws.size());
         for (size_t i = 0; i < ws.size(); ++i) {
-          ys[i].assign(n * groups[g][i].second, -1.f);
-          outs.push_back({&ws[i].view, ys[i].data()});
+          lone[i].resize(n * groups[g][i].second);
+          kernels::MatMul(ws[i].view, x.data(), n, lone[i].data(), p1);
         }
-        kernels::MatMulGroup(outs, x.data(), n, pool);
-        for (size_t i = 0; i < ws.size(); ++i) {
-          std::vector<float> lone(n * groups[g][i].second);
-          kernels::MatMul(ws[i].view, x.data(), n, lone.data(), p1);
-          ASSERT_EQ(0, std::memcmp(ys[i].data(), lone.data(), lone.size() * sizeof(float)))
-              << DTypeName(groups[g][i].first) << " part " << i << " n=" << n << " iteration " << it;
+        std::vector<std::vector<float>> ys[2];
+        std::vector<kernels::MatMulOut> outs[2];
+        for (int rep = 0; rep < 2; ++rep) {
+          ys[rep].resize(ws.size());
+          for (size_t i = 0; i < ws.size(); ++i) {
+            ys[rep][i].assign(n * groups[g][i].second, -1.f);
+            outs[rep].push_back({&ws[i].view, ys[rep][i].data()});
+          }
+        }
+        kernels::MatMulGroup(outs[0], x.data(), n, pool);
+        kernels::MatMulGroup(outs[1], x.data(), n, pool);
+        for (int rep = 0; rep < 2; ++rep) {
+          for (size_t i = 0; i < ws.size(); ++i) {
+            ASSERT_EQ(0, std::memcmp(ys[rep][i].data(), lone[i].data(), lone[i].size() * sizeof(float)))
+                << DTypeName(groups[g][i].first) << " part " << i << " n=" << n << " iteration " << it
+                << " run " << rep;
+          }
         }
       }
       EXPECT_GT(pool.backup_runs(), 0) << "no chunk was redone: the guarded path was not exercised";
