@@ -22,16 +22,14 @@ constexpr int kX16Rows = 16;
 
 #if SKIPKV_X86_INT8
 // One-token tiles (decode, and a batch's last lone token) read each Q4_Kx16
-// block once, from memory. On Zen 5 the hardware prefetcher fell behind these
-// kernels: one core streamed a cold 8960 x 1536 matrix at 13-19 GB/s (AVX2:
-// 14), against 20-27 (AVX2: 18-19) for the file layout's kernel, although
-// cache-resident the interleaved kernel is twice as fast. (Perhaps because a
-// block's fields are read out of address order: the top-bit records, then
-// quants and low-bit records by turns, d and dmin last.) Prefetching every
-// line of the block kX16PrefetchBlocks ahead (4.5 KiB; a group's last block
-// is followed by the next group's first) at the start of each block: 27-34
-// GB/s (AVX2: 27-30; BENCHMARKS.md). A prefetch never faults: past the end of
-// the matrix it costs only the instruction.
+// block once, from memory (the lone token of a batch may find it in cache). On Zen 5 the hardware prefetcher
+// fell behind these kernels: one core streamed a cold 8960 x 1536 matrix at 13-19 GB/s (AVX2: 14), against
+// 20-27 (AVX2: 18-19) for the file layout's kernel, although cache-resident the interleaved kernel is twice
+// as fast. (Perhaps because a block's fields are read out of address order: the top-bit records, then quants
+// and low-bit records by turns, d and dmin last.) Prefetching every line of the block kX16PrefetchBlocks
+// ahead (4.5 KiB; a group's last block is followed by the next group's first) at the start of each block:
+// 27-34 GB/s (AVX2: 27-30; BENCHMARKS.md). A prefetch never faults: past the end of the matrix it costs only
+// the instruction.
 constexpr int64_t kX16PrefetchBlocks = 2;
 HWY_INLINE void PrefetchQ4Kx16Ahead(const BlockQ4_Kx16* w, int64_t b) {
   const uintptr_t p =
@@ -39,6 +37,22 @@ HWY_INLINE void PrefetchQ4Kx16Ahead(const BlockQ4_Kx16* w, int64_t b) {
   for (uintptr_t l = 0; l < sizeof(*w); l += 64)
     _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
   _mm_prefetch(reinterpret_cast<const char*>(p + sizeof(*w) - 1), _MM_HINT_T0);  // a block not 64-aligned
+}
+// Batches (`stream` in the tiles below) prefetch the same way on their first
+// pass over a row block's weights only (the first tile of its first token
+// block, X16Rows): later tiles and token blocks find the group in L1 or L2.
+// A 16-token batch from memory on one Zen 5 core: Q4_Kx16 1.4-1.8x with it,
+// 1.2-1.5x at 4 threads on 2 vCPUs; 512 tokens unchanged (BENCHMARKS.md,
+// eighth session). Q8_0x16 batches (VNNI) prefetch kQ8X16PrefetchBlocks of
+// 544 bytes ahead, as far: medians +2-8 %; its decode read in address order
+// kept up without one.
+constexpr int64_t kQ8X16PrefetchBlocks = 8;
+HWY_INLINE void PrefetchQ8_0x16Ahead(const BlockQ8_0x16* w, int64_t b) {
+  const uintptr_t p =
+      reinterpret_cast<uintptr_t>(w) + static_cast<uintptr_t>(b + kQ8X16PrefetchBlocks) * sizeof(*w);
+  for (uintptr_t l = 0; l < sizeof(*w); l += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(p + sizeof(*w) - 1), _MM_HINT_T0);
 }
 #endif
 
@@ -58,13 +72,13 @@ HWY_INLINE __m512i X16Six(const uint8_t* lo, __m512i hi4, int j) {
 // Q8KBsumPairs.
 template <int NT>
 HWY_INLINE void Q4Kx16TileVnni(const BlockQ4_Kx16* w, int64_t nb, const BlockQ8_K* const* y,
-                               const int32_t* const* pairs, float* out) {
+                               const int32_t* const* pairs, float* out, bool stream) {
   const __m512i lo4 = _mm512_set1_epi8(0x0f);
   __m512 acc[NT];
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    if constexpr (NT == 1) PrefetchQ4Kx16Ahead(w, b);
+    if (NT == 1 || stream) PrefetchQ4Kx16Ahead(w, b);
     const BlockQ4_Kx16& g = w[b];
     const __m512i sc_hi4 = _mm512_slli_epi32(
         _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.sc_hi))), 4);
@@ -163,7 +177,7 @@ HWY_INLINE void X16RowPairs(__m256i a, __m256i b, __m256i* half) {
 // half at a time, for the registers).
 template <int NT, int NH>
 HWY_INLINE void Q4Kx16HalvesAvx2(const BlockQ4_Kx16* w, int64_t nb, const BlockQ8_K* const* y,
-                                 const int32_t* const* pairs, int h0, float* out) {
+                                 const int32_t* const* pairs, int h0, float* out, bool stream) {
   const __m256i lo4 = _mm256_set1_epi8(0x0f);
   __m256 acc[NH][NT];
   SKIPKV_UNROLL
@@ -172,7 +186,7 @@ HWY_INLINE void Q4Kx16HalvesAvx2(const BlockQ4_Kx16* w, int64_t nb, const BlockQ
     for (int t = 0; t < NT; ++t) acc[h][t] = _mm256_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
-    if constexpr (NT == 1) PrefetchQ4Kx16Ahead(w, b);
+    if (NT == 1 || stream) PrefetchQ4Kx16Ahead(w, b);
     const BlockQ4_Kx16& g = w[b];
     // The top bits of the scales and mins: all 16 rows' records (NH == 2),
     // or one half's, widened to dwords and shifted for X16SixHalf.
@@ -274,12 +288,12 @@ HWY_INLINE void Q4Kx16HalvesAvx2(const BlockQ4_Kx16* w, int64_t nb, const BlockQ
 
 template <int NT>
 HWY_INLINE void Q4Kx16TileAvx2(const BlockQ4_Kx16* w, int64_t nb, const BlockQ8_K* const* y,
-                               const int32_t* const* pairs, float* out) {
+                               const int32_t* const* pairs, float* out, bool stream) {
   if constexpr (NT == 1) {
-    Q4Kx16HalvesAvx2<1, 2>(w, nb, y, pairs, 0, out);
+    Q4Kx16HalvesAvx2<1, 2>(w, nb, y, pairs, 0, out, true);
   } else {
-    Q4Kx16HalvesAvx2<NT, 1>(w, nb, y, pairs, 0, out);
-    Q4Kx16HalvesAvx2<NT, 1>(w, nb, y, pairs, 1, out);
+    Q4Kx16HalvesAvx2<NT, 1>(w, nb, y, pairs, 0, out, stream);
+    Q4Kx16HalvesAvx2<NT, 1>(w, nb, y, pairs, 1, out, false);  // the group is in cache now
   }
 }
 #else
@@ -319,12 +333,13 @@ HWY_INLINE void Q4Kx16TileScalar(const BlockQ4_Kx16* w, int64_t nb, const BlockQ
 
 template <int NT>
 HWY_INLINE void Q4Kx16Tile(const BlockQ4_Kx16* w, int64_t nb, const BlockQ8_K* const* y,
-                           const int32_t* const* pairs, float* out) {
+                           const int32_t* const* pairs, float* out, bool stream) {
 #if SKIPKV_VNNI
-  Q4Kx16TileVnni<NT>(w, nb, y, pairs, out);
+  Q4Kx16TileVnni<NT>(w, nb, y, pairs, out, stream);
 #elif SKIPKV_X86_INT8
-  Q4Kx16TileAvx2<NT>(w, nb, y, pairs, out);
+  Q4Kx16TileAvx2<NT>(w, nb, y, pairs, out, stream);
 #else
+  (void)stream;
   Q4Kx16TileScalar<NT>(w, nb, y, pairs, out);
 #endif
 }
@@ -352,13 +367,14 @@ HWY_INLINE void ActQ8Sums(const ActQ8* a, int64_t nb, int32_t* sums) {
 #if SKIPKV_VNNI
 template <int NT>
 HWY_INLINE void Q8_0x16TileVnni(const BlockQ8_0x16* w, int64_t nb, const ActQ8* const* a,
-                                const int32_t* const* sums, float* out) {
+                                const int32_t* const* sums, float* out, bool stream) {
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   constexpr int kChains = NT == 1 ? 2 : 1;  // one token: two dpbusd chains per block, for latency
   __m512 acc[NT][2];
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
+    if (NT > 1 && stream) PrefetchQ8_0x16Ahead(w, b);
     const BlockQ8_0x16& g = w[b];
     __m512i s[NT][kChains];
     SKIPKV_UNROLL
@@ -450,11 +466,12 @@ HWY_INLINE void Q8_0x16HalvesAvx2(const BlockQ8_0x16* w, int64_t nb, const ActQ8
 
 template <int NT>
 HWY_INLINE void Q8_0x16Tile(const BlockQ8_0x16* w, int64_t nb, const ActQ8* const* a,
-                            const int32_t* const* sums, float* out) {
+                            const int32_t* const* sums, float* out, bool stream) {
 #if SKIPKV_VNNI
-  Q8_0x16TileVnni<NT>(w, nb, a, sums, out);
+  Q8_0x16TileVnni<NT>(w, nb, a, sums, out, stream);
 #elif SKIPKV_X86_INT8
   (void)sums;
+  (void)stream;
   if constexpr (NT == 1) {
     Q8_0x16HalvesAvx2<1, 2>(w, nb, a, 0, out);
   } else {
@@ -463,6 +480,7 @@ HWY_INLINE void Q8_0x16Tile(const BlockQ8_0x16* w, int64_t nb, const ActQ8* cons
   }
 #else
   (void)sums;
+  (void)stream;
   for (int r = 0; r < kX16Rows; ++r) {
     for (int t = 0; t < NT; ++t) {
       float acc[2] = {0.f, 0.f};
@@ -488,8 +506,8 @@ struct Q4_Kx16Kind {
   static HWY_INLINE void Aux(const Act* a, int64_t nb, int32_t* aux) { Q8KBsumPairs(a, nb, aux); }
   template <int NT>
   static HWY_INLINE void Tile(const Block* w, int64_t nb, const Act* const* a, const int32_t* const* aux,
-                              float* out) {
-    Q4Kx16Tile<NT>(w, nb, a, aux, out);
+                              float* out, bool stream) {
+    Q4Kx16Tile<NT>(w, nb, a, aux, out, stream);
   }
 };
 struct Q8_0x16Kind {
@@ -504,8 +522,8 @@ struct Q8_0x16Kind {
   }
   template <int NT>
   static HWY_INLINE void Tile(const Block* w, int64_t nb, const Act* const* a, const int32_t* const* aux,
-                              float* out) {
-    Q8_0x16Tile<NT>(w, nb, a, aux, out);
+                              float* out, bool stream) {
+    Q8_0x16Tile<NT>(w, nb, a, aux, out, stream);
   }
 };
 
@@ -521,9 +539,15 @@ void X16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
   using Act = typename Kind::Act;
   const int64_t nb = a.in / Kind::kElems, aux_len = nb * Kind::kAuxPerBlock;
   thread_local std::vector<int32_t> aux_buf;
+  int64_t prev_rb = -1, prev_tb = -1;
   ForEachCacheBlock(
       a, r0, r1, kMaxTok,
       [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
+        // The first token block of a row block reads its weights from memory;
+        // the later ones find them in L2.
+        const bool from_memory = rb != prev_rb || tb < prev_tb;
+        prev_rb = rb;
+        prev_tb = tb;
         aux_buf.resize(static_cast<size_t>((te - tb) * aux_len));
         for (int64_t t = tb; t < te; ++t) {
           Kind::Aux(reinterpret_cast<const Act*>(a.act + static_cast<size_t>(t) * a.act_row_bytes), nb,
@@ -543,7 +567,7 @@ void X16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
                 aux[i] = aux_buf.data() + (t + i - tb) * aux_len;
               }
               float out[kX16Rows * NT];
-              Kind::template Tile<NT>(w, nb, x, aux, out);
+              Kind::template Tile<NT>(w, nb, x, aux, out, from_memory && t == tb);
               SKIPKV_UNROLL
               for (int i = 0; i < NT; ++i)
                 std::memcpy(a.y + (t + i) * a.y_stride + r, out + kX16Rows * i, sizeof(float) * kX16Rows);
