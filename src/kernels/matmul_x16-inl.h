@@ -30,13 +30,18 @@ constexpr int kX16Rows = 16;
 // ahead (4.5 KiB; a group's last block is followed by the next group's first) at the start of each block:
 // 27-34 GB/s (AVX2: 27-30; BENCHMARKS.md). A prefetch never faults: past the end of the matrix it costs only
 // the instruction.
+// Every line of block b + kAhead (blocks need not be 64-byte aligned, hence
+// the last byte's line too).
+template <int64_t kAhead, class Block>
+HWY_INLINE void PrefetchBlockAhead(const Block* w, int64_t b) {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(w) + static_cast<uintptr_t>(b + kAhead) * sizeof(Block);
+  for (uintptr_t l = 0; l < sizeof(Block); l += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(p + sizeof(Block) - 1), _MM_HINT_T0);
+}
 constexpr int64_t kX16PrefetchBlocks = 2;
 HWY_INLINE void PrefetchQ4Kx16Ahead(const BlockQ4_Kx16* w, int64_t b) {
-  const uintptr_t p =
-      reinterpret_cast<uintptr_t>(w) + static_cast<uintptr_t>(b + kX16PrefetchBlocks) * sizeof(*w);
-  for (uintptr_t l = 0; l < sizeof(*w); l += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
-  _mm_prefetch(reinterpret_cast<const char*>(p + sizeof(*w) - 1), _MM_HINT_T0);  // a block not 64-aligned
+  PrefetchBlockAhead<kX16PrefetchBlocks>(w, b);
 }
 // Batches (`stream` in the tiles below) prefetch the same way on their first
 // pass over a row block's weights only (the first tile of its first token
@@ -48,11 +53,7 @@ HWY_INLINE void PrefetchQ4Kx16Ahead(const BlockQ4_Kx16* w, int64_t b) {
 // kept up without one.
 constexpr int64_t kQ8X16PrefetchBlocks = 8;
 HWY_INLINE void PrefetchQ8_0x16Ahead(const BlockQ8_0x16* w, int64_t b) {
-  const uintptr_t p =
-      reinterpret_cast<uintptr_t>(w) + static_cast<uintptr_t>(b + kQ8X16PrefetchBlocks) * sizeof(*w);
-  for (uintptr_t l = 0; l < sizeof(*w); l += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
-  _mm_prefetch(reinterpret_cast<const char*>(p + sizeof(*w) - 1), _MM_HINT_T0);
+  PrefetchBlockAhead<kQ8X16PrefetchBlocks>(w, b);
 }
 #endif
 
