@@ -37,7 +37,8 @@
 # runs at most 10 minutes, so STEPS picks the steps of this call, a comma list
 # of tests, amx, ab_q8_0, ab_q4_k_m, batched, decode, depth, bandwidth, pp_no_amx
 # (default: all; they run in this order whatever STEPS's order); e.g. a first
-# call with tests,amx,ab_q8_0 and a second with ab_q4_k_m,batched,decode.
+# call with tests,amx,ab_q8_0,ab_q4_k_m and a second with
+# batched,decode,depth,bandwidth (BENCHMARKS.md's recipe).
 #
 # Usage: scripts/intel_protocol.sh BUNDLE LLAMA_BENCH OUTDIR [SECONDS [STEPS]]
 #   BUNDLE         .tar.gz or .tar.xz made by scripts/device_bundle.sh

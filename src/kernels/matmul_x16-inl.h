@@ -21,17 +21,9 @@
 constexpr int kX16Rows = 16;
 
 #if SKIPKV_X86_INT8
-// One-token tiles (decode, and a batch's last lone token) read each Q4_Kx16
-// block once, from memory (the lone token of a batch may find it in cache). On Zen 5 the hardware prefetcher
-// fell behind these kernels: one core streamed a cold 8960 x 1536 matrix at 13-19 GB/s (AVX2: 14), against
-// 20-27 (AVX2: 18-19) for the file layout's kernel, although cache-resident the interleaved kernel is twice
-// as fast. (Perhaps because a block's fields are read out of address order: the top-bit records, then quants
-// and low-bit records by turns, d and dmin last.) Prefetching every line of the block kX16PrefetchBlocks
-// ahead (4.5 KiB; a group's last block is followed by the next group's first) at the start of each block:
-// 27-34 GB/s (AVX2: 27-30; BENCHMARKS.md). A prefetch never faults: past the end of the matrix it costs only
-// the instruction.
 // Every line of block b + kAhead (blocks need not be 64-byte aligned, hence
-// the last byte's line too).
+// the last byte's line too). A prefetch never faults: past the end of the
+// matrix it costs only the instruction.
 template <int64_t kAhead, class Block>
 HWY_INLINE void PrefetchBlockAhead(const Block* w, int64_t b) {
   const uintptr_t p = reinterpret_cast<uintptr_t>(w) + static_cast<uintptr_t>(b + kAhead) * sizeof(Block);
@@ -39,6 +31,16 @@ HWY_INLINE void PrefetchBlockAhead(const Block* w, int64_t b) {
     _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
   _mm_prefetch(reinterpret_cast<const char*>(p + sizeof(Block) - 1), _MM_HINT_T0);
 }
+// One-token tiles (decode, and a batch's last lone token) read each Q4_Kx16
+// block once, from memory. On Zen 5 the hardware prefetcher fell behind these
+// kernels: one core streamed a cold 8960 x 1536 matrix at 13-19 GB/s (AVX2:
+// 14), against 20-27 (AVX2: 18-19) for the file layout's kernel, although
+// cache-resident the interleaved kernel is twice as fast. (Perhaps because a
+// block's fields are read out of address order: the top-bit records, then
+// quants and low-bit records by turns, d and dmin last.) Prefetching every
+// line of the block kX16PrefetchBlocks ahead (4.5 KiB; a group's last block
+// is followed by the next group's first) at the start of each block: 27-34
+// GB/s (AVX2: 27-30; BENCHMARKS.md).
 constexpr int64_t kX16PrefetchBlocks = 2;
 HWY_INLINE void PrefetchQ4Kx16Ahead(const BlockQ4_Kx16* w, int64_t b) {
   PrefetchBlockAhead<kX16PrefetchBlocks>(w, b);
