@@ -4,7 +4,8 @@
 // refuse it), the AVX3_DL dispatch, and the opt-in SKIPKV_AMX=1 until the
 // tiles have been measured on an AMX CPU (BENCHMARKS.md, issue 40). Tests
 // force a mode: software tiles (TDPBSSD's definition in scalar code) on any
-// AVX-512 CPU, real tiles where usable. Other architectures and compilers
+// AVX-512 CPU, real tiles where usable, or the real tile instructions on any
+// AVX-512 CPU under a test's SIGILL emulator. Other architectures and compilers
 // report AMX off.
 #include "kernels/simd_internal.h"
 
@@ -90,6 +91,15 @@ bool SetAmxModeForTesting(AmxMode mode, std::string* why) {
   return true;
 }
 
+bool ForceAmxTileInstructionsForTesting(std::string* why) {
+  if (!CpuHasAvx512()) {
+    if (why != nullptr) *why = "the tile kernels' epilogue needs AVX-512 (F, BW, VL, DQ, VNNI)";
+    return false;
+  }
+  g_forced_mode.store(static_cast<int>(AmxMode::kTiles), std::memory_order_relaxed);
+  return true;
+}
+
 void ResetAmxModeForTesting() { g_forced_mode.store(-1, std::memory_order_relaxed); }
 
 std::string AmxStatus() {
@@ -112,6 +122,10 @@ std::string AmxStatus() {
 AmxMode AmxTileMode() { return AmxMode::kOff; }
 bool SetAmxModeForTesting(AmxMode mode, std::string* why) {
   if (mode == AmxMode::kOff) return true;
+  if (why != nullptr) *why = "AMX is compiled only for x86-64 with GCC";
+  return false;
+}
+bool ForceAmxTileInstructionsForTesting(std::string* why) {
   if (why != nullptr) *why = "AMX is compiled only for x86-64 with GCC";
   return false;
 }

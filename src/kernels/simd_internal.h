@@ -337,6 +337,10 @@ enum class AmxMode { kOff, kTiles, kSoftware };
 AmxMode AmxTileMode();
 // Forces a mode (tests); false with the reason when it cannot run here.
 bool SetAmxModeForTesting(AmxMode mode, std::string* why);
+// kTiles without asking the CPU or Linux whether AMX runs: for a test that
+// traps the tile instructions and emulates them (tests/kernels/
+// amx_trap_emulator.h). Still needs the AVX-512 of the kernels' epilogue.
+bool ForceAmxTileInstructionsForTesting(std::string* why);
 void ResetAmxModeForTesting();
 // "on", or "off (reason)": for the start-up log and `skipkv bench`.
 std::string AmxStatus();

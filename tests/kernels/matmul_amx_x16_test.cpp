@@ -5,18 +5,24 @@
 // kernels_matmul_test holds to its oracle. Equal bits also show that turning
 // AMX on changes no result, that decode (each token alone, on the VNNI
 // kernel) equals a batch token, and that results do not depend on the thread
-// count, the guarded loop or the products beside them. Run on software tiles
-// (any AVX-512 CPU) and on real tiles where the CPU and Linux allow AMX; a
-// mode that cannot run here is skipped with the reason.
+// count, the guarded loop or the products beside them. Run three ways:
+// software tiles (the kernel's scalar model of the instructions, any AVX-512
+// CPU); real tiles where the CPU and Linux allow AMX; and the real tile
+// instructions as compiled, trapped and emulated from the Intel SDM's
+// definitions (amx_trap_emulator.h) on any AVX-512 CPU without AMX, which
+// checks the encoded operands, strides and tile shapes that software tiles
+// never execute. A way that cannot run here is skipped with the reason.
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
 #include <cmath>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "amx_trap_emulator.h"
 #include "kernels/ops.h"
 #include "kernels/simd_internal.h"
 #include "tensor/interleaved.h"
@@ -30,11 +36,33 @@ namespace {
 
 using kernels::internal::AmxMode;
 
-class AmxX16Test : public ::testing::TestWithParam<AmxMode> {
+// How the tile kernel runs: its software tiles, the CPU's tiles, or the tile
+// instructions under the trap emulator.
+enum class TileRun { kSoftware, kHardware, kTrapped };
+
+class AmxX16Test : public ::testing::TestWithParam<TileRun> {
  protected:
   void SetUp() override {
     std::string why;
-    if (!kernels::internal::SetAmxModeForTesting(GetParam(), &why)) GTEST_SKIP() << "not run here: " << why;
+    switch (GetParam()) {
+      case TileRun::kSoftware:
+        on_ = AmxMode::kSoftware;
+        break;
+      case TileRun::kHardware:
+        on_ = AmxMode::kTiles;
+        break;
+      case TileRun::kTrapped:
+        on_ = AmxMode::kTiles;
+        if (kernels::internal::SetAmxModeForTesting(AmxMode::kTiles, &why)) {
+          GTEST_SKIP() << "not run here: real tiles run on this machine (the Tiles cases)";
+        }
+        if (!testing::InstallAmxTrapEmulator(&why)) GTEST_SKIP() << "not run here: " << why;
+        if (!kernels::internal::ForceAmxTileInstructionsForTesting(&why)) {
+          GTEST_SKIP() << "not run here: " << why;
+        }
+        return;
+    }
+    if (!kernels::internal::SetAmxModeForTesting(on_, &why)) GTEST_SKIP() << "not run here: " << why;
   }
   void TearDown() override {
     hwy::SetSupportedTargetsForTest(0);
@@ -42,8 +70,21 @@ class AmxX16Test : public ::testing::TestWithParam<AmxMode> {
   }
   void SetMode(AmxMode mode) {
     std::string why;
-    ASSERT_TRUE(kernels::internal::SetAmxModeForTesting(mode, &why)) << why;
+    if (mode == AmxMode::kTiles && GetParam() == TileRun::kTrapped) {
+      ASSERT_TRUE(kernels::internal::ForceAmxTileInstructionsForTesting(&why)) << why;
+    } else {
+      ASSERT_TRUE(kernels::internal::SetAmxModeForTesting(mode, &why)) << why;
+    }
   }
+  // The mode that puts batches on tiles in this run.
+  void SetTilesOn() { SetMode(on_); }
+  // Under the emulator: that tile instructions were trapped since `before`.
+  void ExpectEmulatedSince(int64_t before) const {
+    if (GetParam() == TileRun::kTrapped) {
+      EXPECT_GT(testing::AmxInstructionsEmulated(), before) << "no tile instruction was emulated";
+    }
+  }
+  AmxMode on_ = AmxMode::kOff;
 };
 
 using testing::Weights;
@@ -125,11 +166,13 @@ TEST_P(AmxX16Test, BatchesEqualTheInterleavedKernelsBitForBit) {
     const auto scalar = Product(w.view, x, c.n, 2);
     hwy::SetSupportedTargetsForTest(0);
     ExpectBitEqual(scalar, want, what + ": the scalar interleaved kernel against the native one");
-    SetMode(GetParam());
+    SetTilesOn();
     for (const int threads : {1, 3}) {
       const int64_t calls = kernels::internal::X16AmxRowsCalls();
+      const int64_t emulated = testing::AmxInstructionsEmulated();
       ExpectBitEqual(Product(w.view, x, c.n, threads), want, what + ", threads " + std::to_string(threads));
       EXPECT_GT(kernels::internal::X16AmxRowsCalls(), calls) << "the tiles did not run";
+      ExpectEmulatedSince(emulated);
     }
     // Each token alone (decode: the VNNI kernel, AMX on or not) is its batch result.
     ThreadPool pool(2);
@@ -151,10 +194,12 @@ TEST_P(AmxX16Test, SmallerBatchesStayOffTheTiles) {
     const auto x = RandomActivations(512 * n, 8);
     SetMode(AmxMode::kOff);
     const auto want = Product(w.view, x, n, 2);
-    SetMode(GetParam());
+    SetTilesOn();
     const int64_t calls = kernels::internal::X16AmxRowsCalls();
+    const int64_t emulated = testing::AmxInstructionsEmulated();
     ExpectBitEqual(Product(w.view, x, n, 2), want, std::to_string(n) + " tokens");
     EXPECT_EQ(kernels::internal::X16AmxRowsCalls(), calls);
+    EXPECT_EQ(testing::AmxInstructionsEmulated(), emulated);
   }
 }
 
@@ -172,7 +217,8 @@ TEST_P(AmxX16Test, GroupWithFileLayoutProducts) {
     SetMode(AmxMode::kOff);
     const auto want8x = Product(q8x.view, x, n, 1), want4x = Product(q4x.view, x, n, 1);
     const auto want6 = Product(q6.view, x, n, 1), want8 = Product(q8.view, x, n, 1);
-    SetMode(GetParam());
+    SetTilesOn();
+    const int64_t emulated = testing::AmxInstructionsEmulated();
     for (const bool guarded : {false, true}) {
       const std::string what = "n=" + std::to_string(n) + (guarded ? " guarded" : "");
       ThreadPool pool(3);
@@ -186,14 +232,26 @@ TEST_P(AmxX16Test, GroupWithFileLayoutProducts) {
       ExpectBitEqual(y8, want8, "Q8_0 " + what);
       ExpectBitEqual(y6, want6, "Q6_K " + what);
     }
+    ExpectEmulatedSince(emulated);
   }
 }
 
-std::string ModeName(const ::testing::TestParamInfo<AmxMode>& info) {
-  return info.param == AmxMode::kTiles ? "Tiles" : "SoftwareTiles";
+std::string RunName(TileRun run) {
+  switch (run) {
+    case TileRun::kSoftware:
+      return "SoftwareTiles";
+    case TileRun::kHardware:
+      return "Tiles";
+    case TileRun::kTrapped:
+      break;
+  }
+  return "TrappedTileInstructions";
 }
+void PrintTo(TileRun run, std::ostream* os) { *os << RunName(run); }
 
-INSTANTIATE_TEST_SUITE_P(Modes, AmxX16Test, ::testing::Values(AmxMode::kSoftware, AmxMode::kTiles), ModeName);
+INSTANTIATE_TEST_SUITE_P(Modes, AmxX16Test,
+                         ::testing::Values(TileRun::kSoftware, TileRun::kHardware, TileRun::kTrapped),
+                         [](const ::testing::TestParamInfo<TileRun>& info) { return RunName(info.param); });
 
 }  // namespace
 }  // namespace skipkv

@@ -8,10 +8,12 @@
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <numeric>
 
 #include "io/make_model.h"
+#include "kernels/amx_trap_emulator.h"
 #include "kernels/ops.h"
 #include "kernels/simd_internal.h"
 #include "model/forward.h"
@@ -310,16 +312,12 @@ TEST(ModelForward, ReadWeightsAreInterleavedInPlace) {
 }
 
 // The forward pass over interleaved weights with the AMX tile kernels on
-// (software tiles: TDPBSSD's definition in scalar code, where the CPU has
-// AVX-512) gives the logits of AMX off bit for bit: a 66-token prefill runs on
-// tiles (Q4_K from 64 tokens, Q8_0 from 8), a 9-token chunk on them for Q8_0,
-// the single tokens between on the VNNI kernel (kernels/matmul_amx_x16_x86.cpp).
-TEST(ModelForward, InterleavedWeightsOnTilesGiveTheSameLogits) {
-  std::string why;
-  if (!kernels::internal::SetAmxModeForTesting(kernels::internal::AmxMode::kSoftware, &why)) {
-    GTEST_SKIP() << "not run here: " << why;
-  }
-  kernels::internal::ResetAmxModeForTesting();
+// gives the logits of AMX off bit for bit: a 66-token prefill runs on tiles
+// (Q4_K from 64 tokens, Q8_0 from 8), a 9-token chunk on them for Q8_0, the
+// single tokens between on the VNNI kernel (kernels/matmul_amx_x16_x86.cpp).
+// `set_tiles` turns the tiles on and says whether it could.
+void ExpectTilesGiveTheLogitsOfAmxOff(const std::function<bool()>& set_tiles, bool trapped) {
+  using kernels::internal::AmxMode;
   for (const char* type : {"q4_k", "q8_0"}) {
     SCOPED_TRACE(type);
     const std::string path = WriteTinyLlama(type, 12, "amx");
@@ -334,8 +332,8 @@ TEST(ModelForward, InterleavedWeightsOnTilesGiveTheSameLogits) {
     TinySpec vocab_only;
     vocab_only.vocab = f.model->config().vocab_size;
     const auto seq = RandomSeq(vocab_only, 78, 33);
-    const auto run = [&](kernels::internal::AmxMode mode) {
-      EXPECT_TRUE(kernels::internal::SetAmxModeForTesting(mode, nullptr));
+    const auto run = [&](bool tiles) {
+      EXPECT_TRUE(tiles ? set_tiles() : kernels::internal::SetAmxModeForTesting(AmxMode::kOff, nullptr));
       auto cache = f.NewCache();
       auto rows = f.Feed(*cache, seq, 0, 66);
       for (size_t t = 66; t < 69; ++t) {
@@ -347,10 +345,14 @@ TEST(ModelForward, InterleavedWeightsOnTilesGiveTheSameLogits) {
       kernels::internal::ResetAmxModeForTesting();
       return rows;
     };
-    const auto off = run(kernels::internal::AmxMode::kOff);
+    const auto off = run(false);
     const int64_t calls = kernels::internal::X16AmxRowsCalls();
-    const auto tiles = run(kernels::internal::AmxMode::kSoftware);
+    const int64_t emulated = testing::AmxInstructionsEmulated();
+    const auto tiles = run(true);
     EXPECT_GT(kernels::internal::X16AmxRowsCalls(), calls) << "the tiles did not run";
+    if (trapped) {
+      EXPECT_GT(testing::AmxInstructionsEmulated(), emulated) << "no tile instruction was emulated";
+    }
     ASSERT_EQ(off.size(), tiles.size());
     for (size_t t = 0; t < off.size(); ++t) {
       ASSERT_EQ(off[t].size(), tiles[t].size());
@@ -358,6 +360,38 @@ TEST(ModelForward, InterleavedWeightsOnTilesGiveTheSameLogits) {
           << "token " << t;
     }
   }
+}
+
+// On software tiles: TDPBSSD's definition in scalar code, where the CPU has AVX-512.
+TEST(ModelForward, InterleavedWeightsOnTilesGiveTheSameLogits) {
+  using kernels::internal::AmxMode;
+  std::string why;
+  if (!kernels::internal::SetAmxModeForTesting(AmxMode::kSoftware, &why)) {
+    GTEST_SKIP() << "not run here: " << why;
+  }
+  kernels::internal::ResetAmxModeForTesting();
+  ExpectTilesGiveTheLogitsOfAmxOff(
+      [] { return kernels::internal::SetAmxModeForTesting(AmxMode::kSoftware, nullptr); }, false);
+}
+
+// On the tile instructions: the CPU's where AMX runs, else trapped and
+// emulated (kernels/amx_trap_emulator.h).
+TEST(ModelForward, InterleavedWeightsOnTileInstructionsGiveTheSameLogits) {
+  using kernels::internal::AmxMode;
+  std::string why;
+  if (kernels::internal::SetAmxModeForTesting(AmxMode::kTiles, nullptr)) {
+    kernels::internal::ResetAmxModeForTesting();
+    ExpectTilesGiveTheLogitsOfAmxOff(
+        [] { return kernels::internal::SetAmxModeForTesting(AmxMode::kTiles, nullptr); }, false);
+    return;
+  }
+  if (!testing::InstallAmxTrapEmulator(&why) ||
+      !kernels::internal::ForceAmxTileInstructionsForTesting(&why)) {
+    GTEST_SKIP() << "not run here: " << why;
+  }
+  kernels::internal::ResetAmxModeForTesting();
+  ExpectTilesGiveTheLogitsOfAmxOff(
+      [] { return kernels::internal::ForceAmxTileInstructionsForTesting(nullptr); }, true);
 }
 
 // ---- Equivalences ---------------------------------------------------------------
