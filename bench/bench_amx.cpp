@@ -9,6 +9,9 @@
 //   BM_Q8_0x16Batch16, BM_Q4_Kx16Batch16  16 tokens (a batched decode step),
 //                 weights rotated over copies totalling >= 512 MiB so they
 //                 stream from DRAM.
+//   BM_Q4_Kx16Batch64  64 tokens, weights from DRAM as above: the smallest
+//                 Q4_K batch on tiles (AmxMinTokens), where the tiles' own
+//                 unpacking of the weights costs the most.
 // Counter GMAC/s. Args: amx (0 off, 1 on), shape index, threads. Without AMX
 // the amx = 1 runs are skipped with the reason. (Decode, one token, never
 // runs on the tiles.)
@@ -107,6 +110,7 @@ void BM_Q8_0x16Batch(benchmark::State& state) { Run(state, DType::kQ8_0x16, 512,
 void BM_Q4_Kx16Batch(benchmark::State& state) { Run(state, DType::kQ4_Kx16, 512, 0); }
 void BM_Q8_0x16Batch16(benchmark::State& state) { Run(state, DType::kQ8_0x16, 16, size_t{512} << 20); }
 void BM_Q4_Kx16Batch16(benchmark::State& state) { Run(state, DType::kQ4_Kx16, 16, size_t{512} << 20); }
+void BM_Q4_Kx16Batch64(benchmark::State& state) { Run(state, DType::kQ4_Kx16, 64, size_t{512} << 20); }
 
 // The arguments and timing every benchmark here takes.
 void Common(benchmark::internal::Benchmark* b) {
@@ -122,6 +126,7 @@ BENCHMARK(BM_Q8_0x16Batch)->Apply(Common)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Q4_Kx16Batch)->Apply(Common)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Q8_0x16Batch16)->Apply(Common)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q4_Kx16Batch16)->Apply(Common)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Q4_Kx16Batch64)->Apply(Common)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace skipkv
