@@ -1,5 +1,7 @@
 // The AMX trap emulator (amx_trap_emulator.h) against products worked out by
-// hand, and the faults it must raise where the hardware would. The products
+// hand, loads through every memory form of the SIB operand (disp8, disp32,
+// negative, scales, r12/r13, no index), and the faults it must raise where
+// the hardware would. The products
 // run the real instructions: on the hardware where AMX runs, emulated
 // elsewhere; the fault tests only where emulated (the hardware's #UD is a bare
 // SIGILL).
@@ -155,6 +157,66 @@ TEST_F(AmxTrapEmulatorTest, RowsMoveWithTheirStrides) {
                             8,  9,  10, 11, 12, 0xEE, 0xEE, 0xEE, 0xEE,  // row 1 = src[7..11]
                             15, 16, 17, 18, 19, 0xEE, 0xEE, 0xEE, 0xEE};
   EXPECT_EQ(0, std::memcmp(dst, want, sizeof want));
+}
+
+// The memory forms a compiler may pick for TILELOADD's SIB operand, written
+// out: tmm0 (4 rows x 4 bytes) loaded through each, then stored densely to
+// `out` (16 bytes). Row r must come from src + first + r * step.
+struct LoadForm {
+  const char* name;
+  int64_t first, step;
+};
+
+AMX_TEST_ATTR void LoadThroughForms(const uint8_t* src, uint8_t (*out)[16]) {
+  static const Config cfg = [] {
+    Config c;
+    c.rows[0] = 4, c.colsb[0] = 4;
+    return c;
+  }();
+  _tile_loadconfig(&cfg);
+  int64_t four = 4, twelve = 12;
+  // disp8 and scale 2: rows at src + 16 + 8 r.
+  asm volatile("tileloadd 16(%0,%1,2), %%tmm0" ::"r"(src), "r"(four) : "memory");
+  _tile_stored(0, out[0], 4);
+  // disp32 (> 127): rows at src + 160 + 12 r.
+  asm volatile("tileloadd 160(%0,%1,1), %%tmm0" ::"r"(src), "r"(twelve) : "memory");
+  _tile_stored(0, out[1], 4);
+  // A negative displacement, scale 8: rows at (src + 40) - 8 + 32 r.
+  asm volatile("tileloadd -8(%0,%1,8), %%tmm0" ::"r"(src + 40), "r"(four) : "memory");
+  _tile_stored(0, out[2], 4);
+  // Base r13 (mod 00 needs a disp8 of 0) and index r12 (encoded as 100b with
+  // SIB.X set: an index, not "none"): rows at src + 5 + 12 r.
+  {
+    register const uint8_t* base asm("r13") = src + 5;
+    register int64_t index asm("r12") = 12;
+    asm volatile("tileloadd (%%r13,%%r12,1), %%tmm0" ::"r"(base), "r"(index) : "memory");
+  }
+  _tile_stored(0, out[3], 4);
+  // No index: stride 0, every row the same 4 bytes at src + 7.
+  asm volatile("tileloadd 7(%0), %%tmm0" ::"r"(src) : "memory");  // SIB index 100b: none
+  _tile_stored(0, out[4], 4);
+  _tile_release();
+}
+
+TEST_F(AmxTrapEmulatorTest, LoadsDecodeEveryAddressingForm) {
+  uint8_t src[256];
+  for (int i = 0; i < 256; ++i) src[i] = static_cast<uint8_t>(i);
+  uint8_t out[5][16];
+  std::memset(out, 0xEE, sizeof out);
+  LoadThroughForms(src, out);
+  const LoadForm forms[] = {{"disp8, scale 2", 16, 8},
+                            {"disp32", 160, 12},
+                            {"negative disp8, scale 8", 32, 32},
+                            {"base r13, index r12", 5, 12},
+                            {"no index", 7, 0}};
+  for (int f = 0; f < 5; ++f) {
+    for (int r = 0; r < 4; ++r) {
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(out[f][4 * r + i], forms[f].first + r * forms[f].step + i)
+            << forms[f].name << ": row " << r << " byte " << i;
+      }
+    }
+  }
 }
 
 AMX_TEST_ATTR void ZeroBeforeConfig() { _tile_zero(0); }
