@@ -12,6 +12,9 @@
 //   BM_Q4_Kx16Batch64  64 tokens, weights from DRAM as above: the smallest
 //                 Q4_K batch on tiles (AmxMinTokens), where the tiles' own
 //                 unpacking of the weights costs the most.
+//   BM_Q4_Kx16Batch16Tiles  16 tokens from DRAM with the threshold lowered
+//                 (SetAmxMinTokensForTesting), so that amx:1 runs the tiles
+//                 below it: whether Q4_K batched decode should take them.
 // Counter GMAC/s. Args: amx (0 off, 1 on), shape index, threads. Without AMX
 // the amx = 1 runs are skipped with the reason. (Decode, one token, never
 // runs on the tiles.)
@@ -78,8 +81,10 @@ bool SelectAmx(benchmark::State& state) {
   return true;
 }
 
-void Run(benchmark::State& state, DType type, int64_t n, size_t min_total_bytes) {
+// min_tokens > 0: the AMX threshold for the amx:1 runs (else the default).
+void Run(benchmark::State& state, DType type, int64_t n, size_t min_total_bytes, int64_t min_tokens = 0) {
   if (!SelectAmx(state)) return;
+  kernels::internal::SetAmxMinTokensForTesting(state.range(0) != 0 ? min_tokens : 0);
   const Shape s = kShapes[state.range(1)];
   const Weights& w = GetWeights(type, s, min_total_bytes);
   ThreadPool pool(static_cast<int>(state.range(2)));
@@ -99,6 +104,7 @@ void Run(benchmark::State& state, DType type, int64_t n, size_t min_total_bytes)
     benchmark::DoNotOptimize(y.data());
   }
   kernels::internal::ResetAmxModeForTesting();
+  kernels::internal::SetAmxMinTokensForTesting(0);
   const double iters = static_cast<double>(state.iterations());
   state.counters["GMAC/s"] =
       benchmark::Counter(1e-9 * static_cast<double>(s.rows * s.in * n) * iters, benchmark::Counter::kIsRate);
@@ -111,6 +117,9 @@ void BM_Q4_Kx16Batch(benchmark::State& state) { Run(state, DType::kQ4_Kx16, 512,
 void BM_Q8_0x16Batch16(benchmark::State& state) { Run(state, DType::kQ8_0x16, 16, size_t{512} << 20); }
 void BM_Q4_Kx16Batch16(benchmark::State& state) { Run(state, DType::kQ4_Kx16, 16, size_t{512} << 20); }
 void BM_Q4_Kx16Batch64(benchmark::State& state) { Run(state, DType::kQ4_Kx16, 64, size_t{512} << 20); }
+void BM_Q4_Kx16Batch16Tiles(benchmark::State& state) {
+  Run(state, DType::kQ4_Kx16, 16, size_t{512} << 20, 16);
+}
 
 // The arguments and timing every benchmark here takes.
 void Common(benchmark::internal::Benchmark* b) {
@@ -127,6 +136,7 @@ BENCHMARK(BM_Q4_Kx16Batch)->Apply(Common)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Q8_0x16Batch16)->Apply(Common)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q4_Kx16Batch16)->Apply(Common)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q4_Kx16Batch64)->Apply(Common)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Q4_Kx16Batch16Tiles)->Apply(Common)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace skipkv

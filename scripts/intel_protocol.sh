@@ -6,8 +6,9 @@
 #      bundle (the AMX ones on real tiles where the CPU and Linux allow it);
 #   2. random-weight r1-qwen-1.5b Q8_0 and Q4_K_M files (`skipkv make-model`),
 #      kept in MODELS_DIR for the next call (only made when a step reads them);
-#   3. bench_amx: interleaved Q8_0 and Q4_K products (512 and 16 tokens, and
-#      Q4_K at 64) with AMX off and on, 1/4/16 threads, as a table of on / off
+#   3. bench_amx: interleaved Q8_0 and Q4_K products (512 and 16 tokens; Q4_K
+#      also at 64, and at 16 with the tiles' threshold lowered) with AMX off
+#      and on, 1/4/16 threads, as a table of on / off
 #      (scripts/bench_amx_table.py);
 #   4. scripts/bench_ab.py, llama.cpp's llama-bench against skipkv with
 #      SKIPKV_AMX=1, alternated, pp512 and tg32 at 16, 8, 4 and 2 threads, two

@@ -18,6 +18,7 @@
 #define SKIPKV_AMX_X86 0
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -25,6 +26,20 @@
 #include <string>
 
 namespace skipkv::kernels::internal {
+
+namespace {
+std::atomic<int64_t> g_min_tokens_for_testing{0};  // 0: the defaults
+}  // namespace
+
+int64_t AmxMinTokens(DType t) {
+  const int64_t forced = g_min_tokens_for_testing.load(std::memory_order_relaxed);
+  if (forced > 0) return forced;
+  return t == DType::kQ4_Kx16 ? 64 : 8;
+}
+
+void SetAmxMinTokensForTesting(int64_t n) {
+  g_min_tokens_for_testing.store(std::max<int64_t>(n, 0), std::memory_order_relaxed);
+}
 
 #if SKIPKV_AMX_X86
 

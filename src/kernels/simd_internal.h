@@ -355,8 +355,11 @@ void X16AmxRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
 // once per call: with the tile instructions stubbed out, the rest of the
 // kernel ran 2.1x the VNNI kernel at 512 tokens but only 1.0-1.3x at 16 on
 // one Zen 5 core (BENCHMARKS.md, "seventh session"). First choices, not yet
-// measured on an AMX CPU.
-inline int64_t AmxMinTokens(DType t) { return t == DType::kQ4_Kx16 ? 64 : 8; }
+// measured on an AMX CPU. SetAmxMinTokensForTesting(n) makes both n (n <= 0:
+// these defaults again), so that tests and bench_amx can put smaller batches
+// on the tiles.
+int64_t AmxMinTokens(DType t);
+void SetAmxMinTokensForTesting(int64_t n);
 // X16AmxRows calls since start-up (tests: that the tiles ran at all).
 int64_t X16AmxRowsCalls();
 

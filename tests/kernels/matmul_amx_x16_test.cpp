@@ -66,6 +66,7 @@ class AmxX16Test : public ::testing::TestWithParam<TileRun> {
   }
   void TearDown() override {
     hwy::SetSupportedTargetsForTest(0);
+    kernels::internal::SetAmxMinTokensForTesting(0);
     kernels::internal::ResetAmxModeForTesting();
   }
   void SetMode(AmxMode mode) {
@@ -201,6 +202,36 @@ TEST_P(AmxX16Test, SmallerBatchesStayOffTheTiles) {
     EXPECT_EQ(kernels::internal::X16AmxRowsCalls(), calls);
     EXPECT_EQ(testing::AmxInstructionsEmulated(), emulated);
   }
+}
+
+// With the threshold lowered (SetAmxMinTokensForTesting, as bench_amx does to
+// time the tiles below it), smaller batches run on the tiles with the same
+// results: Q8_0 with fewer tokens than one tile (all in the zero-padded last
+// group), Q4_K at 16 (a batched decode step).
+TEST_P(AmxX16Test, BatchesBelowTheThresholdOnTilesWhenLowered) {
+  struct Small {
+    DType type;
+    int64_t n;
+  };
+  for (const Small c : {Small{DType::kQ8_0x16, 3}, Small{DType::kQ4_Kx16, 16}, Small{DType::kQ4_Kx16, 5}}) {
+    const std::string what = std::string(DTypeName(c.type)) + " n=" + std::to_string(c.n);
+    SCOPED_TRACE(what);
+    const Weights w = TileTestWeights(c.type, 768, 48, 40 + static_cast<uint32_t>(c.n));
+    const auto x = RandomActivations(768 * c.n, 50 + static_cast<uint32_t>(c.n));
+    SetMode(AmxMode::kOff);
+    const auto want = Product(w.view, x, c.n, 2);
+    SetTilesOn();
+    kernels::internal::SetAmxMinTokensForTesting(c.n);
+    const int64_t calls = kernels::internal::X16AmxRowsCalls();
+    const int64_t emulated = testing::AmxInstructionsEmulated();
+    const auto got = Product(w.view, x, c.n, 2);
+    kernels::internal::SetAmxMinTokensForTesting(0);
+    ExpectBitEqual(got, want, what);
+    EXPECT_GT(kernels::internal::X16AmxRowsCalls(), calls) << "the tiles did not run";
+    ExpectEmulatedSince(emulated);
+  }
+  EXPECT_EQ(kernels::internal::AmxMinTokens(DType::kQ4_Kx16), 64) << "the defaults are back";
+  EXPECT_EQ(kernels::internal::AmxMinTokens(DType::kQ8_0x16), 8);
 }
 
 // In one group with file-layout Q8_0 and Q6_K (which never use the tiles), on
