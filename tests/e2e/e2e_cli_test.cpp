@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
-#include <csignal>
-
+#include <algorithm>
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -375,6 +375,29 @@ TEST(CliRunTest, SkipkvRunsOnAGgufAndBenchReportsItsExtraCost) {
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_NE(b.out.find("compression"), std::string::npos) << b.out;
   EXPECT_NE(b.out.find("sentences"), std::string::npos) << b.out;
+
+  // tg<N>'s bound is the larger of the start-up probe and the one after the
+  // test; --bandwidth-gbs replaces both.
+  const std::string json = ::testing::TempDir() + "/skipkv_e2e_bench_tg.jsonl";
+  CmdResult tg = Skipkv("bench -m " + gguf + " -t 1 -p 0 -n 4 -r 1 --json " + json);
+  ASSERT_EQ(tg.exit_code, 0) << tg.err;
+  EXPECT_NE(tg.out.find("after the test"), std::string::npos) << tg.out;
+  std::string text;
+  std::getline(std::ifstream(json), text);
+  const auto measured = nlohmann::json::parse(text);
+  const double startup = measured.at("read_gbs_startup").get<double>();
+  const double after = measured.at("read_gbs_after").get<double>();
+  EXPECT_GT(startup, 0);
+  EXPECT_GT(after, 0);
+  EXPECT_DOUBLE_EQ(measured.at("read_gbs").get<double>(), std::max(startup, after));
+  CmdResult given = Skipkv("bench -m " + gguf + " -t 1 -p 0 -n 4 -r 1 --bandwidth-gbs 28 --json " + json);
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  std::getline(std::ifstream(json), text);
+  const auto fixed = nlohmann::json::parse(text);
+  EXPECT_DOUBLE_EQ(fixed.at("read_gbs").get<double>(), 28.0);
+  EXPECT_FALSE(fixed.contains("read_gbs_after")) << text;
+  EXPECT_EQ(given.out.find("after the test"), std::string::npos) << given.out;
+  std::remove(json.c_str());
   std::remove(gguf.c_str());
 }
 
