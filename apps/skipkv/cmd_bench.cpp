@@ -291,13 +291,11 @@ CommandRegistrar reg(
       sub.add_option("--decode-steps", o->decode_steps, "Batched decode: timed steps per repetition")
           ->capture_default_str();
       sub.add_option("--json", o->json_path, "Also write one JSON object per test to this file");
-      sub.add_option(
-             "--bandwidth-gbs,--stream-gbs", o->bandwidth_gbs,
-             "The machine's memory read bandwidth in GB/s, held against tg<N>'s decode bandwidth (0 = "
-             "measure it per thread count at start-up and again right after the tg test, the larger kept: 1 "
-             "GiB in "
-             "huge pages read in 4 MiB chunks with vector loads, best of 5 passes, about a second each; "
-             "--stream-gbs is the old name)")
+      sub.add_option("--bandwidth-gbs,--stream-gbs", o->bandwidth_gbs,
+                     "The machine's memory read bandwidth in GB/s, held against tg<N>'s decode bandwidth (0 = "
+                     "measure it per thread count at start-up and again right after the tg test, the larger "
+                     "kept: 1 GiB in huge pages read in 4 MiB chunks with vector loads, best of 5 passes, "
+                     "about a second each; --stream-gbs is the old name)")
           ->capture_default_str();
       o->method_flags->Add(sub, &o->method, kArgBench);
       sub.require_subcommand(0, 1);
