@@ -129,6 +129,7 @@ int RunBench(const BenchOptions& o) {
               name.c_str(), fb.ModelDescription().c_str(), HumanBytes(weight_bytes).c_str(), decode_bytes / 1e9,
               fb.parameters() / 1e9, fb.WeightsLoad().c_str(), ForwardBench::SimdTarget(), o.kv_type.c_str());
   std::printf("AMX tiles: %s\n", ForwardBench::AmxStatus().c_str());
+  std::printf("decode weight prefetch: %s\n", ForwardBench::DecodePrefetchStatus().c_str());
   // The bandwidth limit tg<N> is held against: --bandwidth-gbs, or measured
   // once per thread count before any test (1 GiB read 6 times, ~1 s) and
   // again after that count's tg test.
@@ -239,15 +240,28 @@ int RunBench(const BenchOptions& o) {
   if (!o.json_path.empty()) {
     std::ofstream out(o.json_path);
     for (const auto& s : samples) {
-      nlohmann::json j = {{"model", name},        {"test", s.test},     {"threads", s.threads},
-                          {"batch", s.batch},     {"depth", s.depth},   {"kv_type", o.kv_type},
-                          {"simd", ForwardBench::SimdTarget()}, {"amx", ForwardBench::AmxStatus()},         {"tokens_per_s", s.tokens_per_s},
-                          {"median_tokens_per_s", s.Median()},          {"weight_bytes", weight_bytes},
-                          {"kv_policy", kv_config.policy},               {"kv_budget", kv_config.budget},
-                          {"kv_interval", kv_config.interval},           {"kv_bytes", s.kv_bytes},
-                          {"compress_share", s.compress_share},          {"sentence_share", s.sentence_share},
-                          {"redundant_sentences", s.redundant_sentences}, {"penalized_evicted", s.penalized_evicted},
-                          {"cv", s.Cv()},                                {"decode_weight_bytes", decode_bytes},
+      nlohmann::json j = {{"model", name},
+                          {"test", s.test},
+                          {"threads", s.threads},
+                          {"batch", s.batch},
+                          {"depth", s.depth},
+                          {"kv_type", o.kv_type},
+                          {"simd", ForwardBench::SimdTarget()},
+                          {"amx", ForwardBench::AmxStatus()},
+                          {"decode_prefetch", ForwardBench::DecodePrefetchStatus()},
+                          {"tokens_per_s", s.tokens_per_s},
+                          {"median_tokens_per_s", s.Median()},
+                          {"weight_bytes", weight_bytes},
+                          {"kv_policy", kv_config.policy},
+                          {"kv_budget", kv_config.budget},
+                          {"kv_interval", kv_config.interval},
+                          {"kv_bytes", s.kv_bytes},
+                          {"compress_share", s.compress_share},
+                          {"sentence_share", s.sentence_share},
+                          {"redundant_sentences", s.redundant_sentences},
+                          {"penalized_evicted", s.penalized_evicted},
+                          {"cv", s.Cv()},
+                          {"decode_weight_bytes", decode_bytes},
                           {"weights_load", fb.WeightsLoad()}};
       if (s.decode_gbs > 0) {
         j["decode_gbs"] = s.decode_gbs;

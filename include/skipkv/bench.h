@@ -82,6 +82,7 @@ class ForwardBench {
   int64_t parameters() const;            // elements of all tensors
   static const char* SimdTarget();       // the Highway target the kernels dispatch to
   static std::string AmxStatus();        // AMX tiles: "on (Q8_0, Q4_K weights)" or "off (reason)"
+  static std::string DecodePrefetchStatus();  // the decode tiles' weight prefetch (SKIPKV_DECODE_PREFETCH)
 
   // Memory read bandwidth on this machine with the current thread count, on
   // the thread pool the tests use: the upper bound a decode step's weight

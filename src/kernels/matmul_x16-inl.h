@@ -21,43 +21,40 @@
 constexpr int kX16Rows = 16;
 
 #if SKIPKV_X86_INT8
-// Every line of block b + kAhead (blocks need not be 64-byte aligned, hence
-// the last byte's line too). A prefetch never faults: past the end of the
-// matrix it costs only the instruction.
-template <int64_t kAhead, class Block>
-HWY_INLINE void PrefetchBlockAhead(const Block* w, int64_t b) {
-  const uintptr_t p = reinterpret_cast<uintptr_t>(w) + static_cast<uintptr_t>(b + kAhead) * sizeof(Block);
+// Every line of block b + ahead (ahead > 0; blocks need not be 64-byte
+// aligned, hence the last byte's line too). A prefetch never faults: past the
+// end of the matrix it costs only the instruction.
+template <class Block>
+HWY_INLINE void PrefetchBlockAhead(const Block* w, int64_t b, int64_t ahead) {
+  if (ahead <= 0) return;
+  const uintptr_t p = reinterpret_cast<uintptr_t>(w) + static_cast<uintptr_t>(b + ahead) * sizeof(Block);
   for (uintptr_t l = 0; l < sizeof(Block); l += 64)
     _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
   _mm_prefetch(reinterpret_cast<const char*>(p + sizeof(Block) - 1), _MM_HINT_T0);
 }
-// One-token tiles (decode, and a batch's last lone token) read each Q4_Kx16
-// block once, from memory. On Zen 5 the hardware prefetcher fell behind these
-// kernels: one core streamed a cold 8960 x 1536 matrix at 13-19 GB/s (AVX2:
-// 14), against 20-27 (AVX2: 18-19) for the file layout's kernel, although
-// cache-resident the interleaved kernel is twice as fast. (Perhaps because a
-// block's fields are read out of address order: the top-bit records, then
-// quants and low-bit records by turns, d and dmin last.) Prefetching every
-// line of the block kX16PrefetchBlocks ahead (4.5 KiB; a group's last block
-// is followed by the next group's first) at the start of each block: 27-34
-// GB/s (AVX2: 27-30; BENCHMARKS.md).
-constexpr int64_t kX16PrefetchBlocks = 2;
-HWY_INLINE void PrefetchQ4Kx16Ahead(const BlockQ4_Kx16* w, int64_t b) {
-  PrefetchBlockAhead<kX16PrefetchBlocks>(w, b);
-}
-// Batches (`stream` in the tiles below) prefetch the same way on their first
-// pass over a row block's weights only (the first tile of its first token
-// block, X16Rows): later tiles and token blocks find the group in L1 or L2.
-// A 16-token batch from memory on one Zen 5 core: Q4_Kx16 1.4-1.8x with it,
-// 1.2-1.5x at 4 threads on 2 vCPUs; 512 tokens unchanged (BENCHMARKS.md,
-// eighth session). Q8_0x16 batches (VNNI) prefetch kQ8X16PrefetchBlocks of
-// 544 bytes ahead, as far: medians +2-8 %; its decode read in address order
-// kept up without one.
-constexpr int64_t kQ8X16PrefetchBlocks = 8;
-HWY_INLINE void PrefetchQ8_0x16Ahead(const BlockQ8_0x16* w, int64_t b) {
-  PrefetchBlockAhead<kQ8X16PrefetchBlocks>(w, b);
-}
 #endif
+// The tiles below take `ahead`, the blocks to prefetch ahead (0: none), from
+// X16Rows. One-token tiles (decode, and a batch's last lone token) read each
+// block once, from memory, and take DecodePrefetchBlocks (simd_internal.h).
+// Q4_Kx16's default there is 2 blocks (4.5 KiB): on Zen 5 the hardware
+// prefetcher fell behind its one-token tiles, one core streaming a cold
+// 8960 x 1536 matrix at 13-19 GB/s (AVX2: 14) against 20-27 (AVX2: 18-19) for
+// the file layout's kernel, although cache-resident the interleaved kernel is
+// twice as fast (perhaps because a block's fields are read out of address
+// order: the top-bit records, then quants and low-bit records by turns, d and
+// dmin last); with the prefetch 27-34 GB/s (AVX2: 27-30; BENCHMARKS.md).
+// Q8_0x16's default is none: read in address order, it kept up without one,
+// and 4-16 blocks ahead were 0.64-0.99x (ninth session).
+//
+// Batches prefetch on their first pass over a row block's weights only (the
+// first tile of its first token block, X16Rows): later tiles and token
+// blocks find the group in L1 or L2. Q4_Kx16 kX16BatchPrefetchBlocks ahead:
+// a 16-token batch from memory on one Zen 5 core 1.4-1.8x with it, 1.2-1.5x
+// at 4 threads on 2 vCPUs; 512 tokens unchanged (BENCHMARKS.md, eighth
+// session). Q8_0x16 batches (VNNI) kQ8X16BatchPrefetchBlocks of 544 bytes
+// ahead, as far: medians +2-8 %.
+constexpr int64_t kX16BatchPrefetchBlocks = 2;
+constexpr int64_t kQ8X16BatchPrefetchBlocks = 8;
 
 #if SKIPKV_VNNI
 // Sub-block j's 6-bit values of the 16 rows (i32 lanes) from the low-nibble
@@ -75,13 +72,13 @@ HWY_INLINE __m512i X16Six(const uint8_t* lo, __m512i hi4, int j) {
 // Q8KBsumPairs.
 template <int NT>
 HWY_INLINE void Q4Kx16TileVnni(const BlockQ4_Kx16* w, int64_t nb, const BlockQ8_K* const* y,
-                               const int32_t* const* pairs, float* out, bool stream) {
+                               const int32_t* const* pairs, float* out, int64_t ahead) {
   const __m512i lo4 = _mm512_set1_epi8(0x0f);
   __m512 acc[NT];
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    if (NT == 1 || stream) PrefetchQ4Kx16Ahead(w, b);
+    PrefetchBlockAhead(w, b, ahead);
     const BlockQ4_Kx16& g = w[b];
     const __m512i sc_hi4 = _mm512_slli_epi32(
         _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.sc_hi))), 4);
@@ -180,7 +177,7 @@ HWY_INLINE void X16RowPairs(__m256i a, __m256i b, __m256i* half) {
 // half at a time, for the registers).
 template <int NT, int NH>
 HWY_INLINE void Q4Kx16HalvesAvx2(const BlockQ4_Kx16* w, int64_t nb, const BlockQ8_K* const* y,
-                                 const int32_t* const* pairs, int h0, float* out, bool stream) {
+                                 const int32_t* const* pairs, int h0, float* out, int64_t ahead) {
   const __m256i lo4 = _mm256_set1_epi8(0x0f);
   __m256 acc[NH][NT];
   SKIPKV_UNROLL
@@ -189,7 +186,7 @@ HWY_INLINE void Q4Kx16HalvesAvx2(const BlockQ4_Kx16* w, int64_t nb, const BlockQ
     for (int t = 0; t < NT; ++t) acc[h][t] = _mm256_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
-    if (NT == 1 || stream) PrefetchQ4Kx16Ahead(w, b);
+    PrefetchBlockAhead(w, b, ahead);
     const BlockQ4_Kx16& g = w[b];
     // The top bits of the scales and mins: all 16 rows' records (NH == 2),
     // or one half's, widened to dwords and shifted for X16SixHalf.
@@ -291,12 +288,12 @@ HWY_INLINE void Q4Kx16HalvesAvx2(const BlockQ4_Kx16* w, int64_t nb, const BlockQ
 
 template <int NT>
 HWY_INLINE void Q4Kx16TileAvx2(const BlockQ4_Kx16* w, int64_t nb, const BlockQ8_K* const* y,
-                               const int32_t* const* pairs, float* out, bool stream) {
+                               const int32_t* const* pairs, float* out, int64_t ahead) {
   if constexpr (NT == 1) {
-    Q4Kx16HalvesAvx2<1, 2>(w, nb, y, pairs, 0, out, true);
+    Q4Kx16HalvesAvx2<1, 2>(w, nb, y, pairs, 0, out, ahead);
   } else {
-    Q4Kx16HalvesAvx2<NT, 1>(w, nb, y, pairs, 0, out, stream);
-    Q4Kx16HalvesAvx2<NT, 1>(w, nb, y, pairs, 1, out, false);  // the group is in cache now
+    Q4Kx16HalvesAvx2<NT, 1>(w, nb, y, pairs, 0, out, ahead);
+    Q4Kx16HalvesAvx2<NT, 1>(w, nb, y, pairs, 1, out, 0);  // the group is in cache now
   }
 }
 #else
@@ -336,13 +333,13 @@ HWY_INLINE void Q4Kx16TileScalar(const BlockQ4_Kx16* w, int64_t nb, const BlockQ
 
 template <int NT>
 HWY_INLINE void Q4Kx16Tile(const BlockQ4_Kx16* w, int64_t nb, const BlockQ8_K* const* y,
-                           const int32_t* const* pairs, float* out, bool stream) {
+                           const int32_t* const* pairs, float* out, int64_t ahead) {
 #if SKIPKV_VNNI
-  Q4Kx16TileVnni<NT>(w, nb, y, pairs, out, stream);
+  Q4Kx16TileVnni<NT>(w, nb, y, pairs, out, ahead);
 #elif SKIPKV_X86_INT8
-  Q4Kx16TileAvx2<NT>(w, nb, y, pairs, out, stream);
+  Q4Kx16TileAvx2<NT>(w, nb, y, pairs, out, ahead);
 #else
-  (void)stream;
+  (void)ahead;
   Q4Kx16TileScalar<NT>(w, nb, y, pairs, out);
 #endif
 }
@@ -370,14 +367,14 @@ HWY_INLINE void ActQ8Sums(const ActQ8* a, int64_t nb, int32_t* sums) {
 #if SKIPKV_VNNI
 template <int NT>
 HWY_INLINE void Q8_0x16TileVnni(const BlockQ8_0x16* w, int64_t nb, const ActQ8* const* a,
-                                const int32_t* const* sums, float* out, bool stream) {
+                                const int32_t* const* sums, float* out, int64_t ahead) {
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   constexpr int kChains = NT == 1 ? 2 : 1;  // one token: two dpbusd chains per block, for latency
   __m512 acc[NT][2];
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    if (NT > 1 && stream) PrefetchQ8_0x16Ahead(w, b);
+    PrefetchBlockAhead(w, b, ahead);
     const BlockQ8_0x16& g = w[b];
     __m512i s[NT][kChains];
     SKIPKV_UNROLL
@@ -411,7 +408,7 @@ HWY_INLINE void Q8_0x16TileVnni(const BlockQ8_0x16* w, int64_t nb, const ActQ8* 
 // Rows 8 h0 .. 8 (h0 + NH) - 1, as Q4Kx16HalvesAvx2.
 template <int NT, int NH>
 HWY_INLINE void Q8_0x16HalvesAvx2(const BlockQ8_0x16* w, int64_t nb, const ActQ8* const* a, int h0,
-                                  float* out) {
+                                  float* out, int64_t ahead) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[NH][NT][2];
   SKIPKV_UNROLL
@@ -420,6 +417,7 @@ HWY_INLINE void Q8_0x16HalvesAvx2(const BlockQ8_0x16* w, int64_t nb, const ActQ8
     for (int t = 0; t < NT; ++t) acc[h][t][0] = acc[h][t][1] = _mm256_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b) {
+    PrefetchBlockAhead(w, b, ahead);
     const BlockQ8_0x16& g = w[b];
     __m256i isum[NH][NT];
     SKIPKV_UNROLL
@@ -469,21 +467,20 @@ HWY_INLINE void Q8_0x16HalvesAvx2(const BlockQ8_0x16* w, int64_t nb, const ActQ8
 
 template <int NT>
 HWY_INLINE void Q8_0x16Tile(const BlockQ8_0x16* w, int64_t nb, const ActQ8* const* a,
-                            const int32_t* const* sums, float* out, bool stream) {
+                            const int32_t* const* sums, float* out, int64_t ahead) {
 #if SKIPKV_VNNI
-  Q8_0x16TileVnni<NT>(w, nb, a, sums, out, stream);
+  Q8_0x16TileVnni<NT>(w, nb, a, sums, out, ahead);
 #elif SKIPKV_X86_INT8
   (void)sums;
-  (void)stream;
   if constexpr (NT == 1) {
-    Q8_0x16HalvesAvx2<1, 2>(w, nb, a, 0, out);
+    Q8_0x16HalvesAvx2<1, 2>(w, nb, a, 0, out, ahead);
   } else {
-    Q8_0x16HalvesAvx2<NT, 1>(w, nb, a, 0, out);
-    Q8_0x16HalvesAvx2<NT, 1>(w, nb, a, 1, out);
+    Q8_0x16HalvesAvx2<NT, 1>(w, nb, a, 0, out, ahead);
+    Q8_0x16HalvesAvx2<NT, 1>(w, nb, a, 1, out, 0);
   }
 #else
   (void)sums;
-  (void)stream;
+  (void)ahead;
   for (int r = 0; r < kX16Rows; ++r) {
     for (int t = 0; t < NT; ++t) {
       float acc[2] = {0.f, 0.f};
@@ -499,8 +496,11 @@ HWY_INLINE void Q8_0x16Tile(const BlockQ8_0x16* w, int64_t nb, const ActQ8* cons
 }
 
 // The two interleaved types for X16Rows: block, activation block and format,
-// the per-(token, block) integers the tiles take, and the tile.
+// the per-(token, block) integers the tiles take, a batch's prefetch distance
+// in blocks, and the tile.
 struct Q4_Kx16Kind {
+  static constexpr DType kType = DType::kQ4_Kx16;
+  static constexpr int64_t kBatchAhead = kX16BatchPrefetchBlocks;
   using Block = BlockQ4_Kx16;
   using Act = BlockQ8_K;
   static constexpr ActFormat kFormat = ActFormat::kQ8K;
@@ -509,11 +509,13 @@ struct Q4_Kx16Kind {
   static HWY_INLINE void Aux(const Act* a, int64_t nb, int32_t* aux) { Q8KBsumPairs(a, nb, aux); }
   template <int NT>
   static HWY_INLINE void Tile(const Block* w, int64_t nb, const Act* const* a, const int32_t* const* aux,
-                              float* out, bool stream) {
-    Q4Kx16Tile<NT>(w, nb, a, aux, out, stream);
+                              float* out, int64_t ahead) {
+    Q4Kx16Tile<NT>(w, nb, a, aux, out, ahead);
   }
 };
 struct Q8_0x16Kind {
+  static constexpr DType kType = DType::kQ8_0x16;
+  static constexpr int64_t kBatchAhead = SKIPKV_VNNI ? kQ8X16BatchPrefetchBlocks : 0;  // AVX2: none measured
   using Block = BlockQ8_0x16;
   using Act = ActQ8;
   static constexpr ActFormat kFormat = ActFormat::kQ8;
@@ -525,8 +527,8 @@ struct Q8_0x16Kind {
   }
   template <int NT>
   static HWY_INLINE void Tile(const Block* w, int64_t nb, const Act* const* a, const int32_t* const* aux,
-                              float* out, bool stream) {
-    Q8_0x16Tile<NT>(w, nb, a, aux, out, stream);
+                              float* out, int64_t ahead) {
+    Q8_0x16Tile<NT>(w, nb, a, aux, out, ahead);
   }
 };
 
@@ -543,6 +545,7 @@ void X16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
   const int64_t nb = a.in / Kind::kElems, aux_len = nb * Kind::kAuxPerBlock;
   thread_local std::vector<int32_t> aux_buf;
   int64_t prev_rb = -1, prev_tb = -1;
+  const int64_t one_token_ahead = DecodePrefetchBlocks(Kind::kType);
   ForEachCacheBlock(
       a, r0, r1, kMaxTok,
       [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
@@ -570,7 +573,9 @@ void X16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
                 aux[i] = aux_buf.data() + (t + i - tb) * aux_len;
               }
               float out[kX16Rows * NT];
-              Kind::template Tile<NT>(w, nb, x, aux, out, from_memory && t == tb);
+              const int64_t ahead =
+                  NT == 1 ? one_token_ahead : (from_memory && t == tb ? Kind::kBatchAhead : 0);
+              Kind::template Tile<NT>(w, nb, x, aux, out, ahead);
               SKIPKV_UNROLL
               for (int i = 0; i < NT; ++i)
                 std::memcpy(a.y + (t + i) * a.y_stride + r, out + kX16Rows * i, sizeof(float) * kX16Rows);

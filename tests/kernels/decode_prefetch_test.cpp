@@ -1,0 +1,134 @@
+// The decode prefetch switch of the interleaved kernels (SKIPKV_DECODE_PREFETCH,
+// kernels/decode_prefetch.cpp): its syntax, its rounding to whole blocks, and
+// that no distance changes a result on any compiled target (a prefetch only;
+// the kernels' loads must not follow the prefetch pointer).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "kernels/simd_internal.h"
+#include "simd_targets.h"
+#include "test_weights.h"
+
+namespace skipkv {
+namespace {
+
+using kernels::internal::DecodePrefetch;
+using kernels::internal::DecodePrefetchBlocks;
+using kernels::internal::ParseDecodePrefetch;
+
+struct ResetPrefetch {
+  ~ResetPrefetch() { kernels::internal::ResetDecodePrefetchForTesting(); }
+};
+
+TEST(DecodePrefetch, ParsesOneDistanceOrOnePerType) {
+  DecodePrefetch p;
+  std::string why;
+  ASSERT_TRUE(ParseDecodePrefetch("4096", &p, &why)) << why;
+  EXPECT_EQ(p.q8_0_bytes, 4096);
+  EXPECT_EQ(p.q4_k_bytes, 4096);
+  ASSERT_TRUE(ParseDecodePrefetch("0", &p, &why)) << why;
+  EXPECT_EQ(p.q8_0_bytes, 0);
+  EXPECT_EQ(p.q4_k_bytes, 0);
+  ASSERT_TRUE(ParseDecodePrefetch("q8_0=1024,q4_k=0", &p, &why)) << why;
+  EXPECT_EQ(p.q8_0_bytes, 1024);
+  EXPECT_EQ(p.q4_k_bytes, 0);
+  // A type left out keeps its default: Q8_0x16 none, Q4_Kx16 two 2,304-byte blocks.
+  ASSERT_TRUE(ParseDecodePrefetch("q8_0=2048", &p, &why)) << why;
+  EXPECT_EQ(p.q8_0_bytes, 2048);
+  EXPECT_EQ(p.q4_k_bytes, 4608);
+  ASSERT_TRUE(ParseDecodePrefetch("q4_k=9216", &p, &why)) << why;
+  EXPECT_EQ(p.q8_0_bytes, 0);
+  EXPECT_EQ(p.q4_k_bytes, 9216);
+  ASSERT_TRUE(ParseDecodePrefetch("1048576", &p, &why)) << why;
+}
+
+TEST(DecodePrefetch, RejectsMalformedValuesWithTheReason) {
+  const struct {
+    const char* text;
+    const char* reason;  // a part of the message
+  } bad[] = {
+      {"", "'' is not a byte count"},
+      {"abc", "'abc' is not a byte count"},
+      {"-5", "'-5' is not a byte count"},
+      {"4k", "'4k' is not a byte count"},
+      {"1048577", "beyond the largest distance, 1048576"},
+      {"q5_0=64", "unknown type 'q5_0'"},
+      {"q8_0=", "'' is not a byte count"},
+      {"q8_0=64,", "trailing ','"},
+      {"q8_0=64,q8_0=128", "'q8_0' given twice"},
+      {"q8_0=64,q4_k", "'q4_k' is not TYPE=BYTES"},
+  };
+  for (const auto& b : bad) {
+    SCOPED_TRACE(b.text);
+    DecodePrefetch p{123, 456};
+    std::string why;
+    EXPECT_FALSE(ParseDecodePrefetch(b.text, &p, &why));
+    EXPECT_NE(why.find(b.reason), std::string::npos) << why;
+    EXPECT_EQ(p.q8_0_bytes, 123) << "a rejected value leaves the output as it was";
+    EXPECT_EQ(p.q4_k_bytes, 456);
+  }
+}
+
+TEST(DecodePrefetch, RoundsUpToWholeBlocksAndSaysWhatIsInForce) {
+  ResetPrefetch reset;
+  kernels::internal::ResetDecodePrefetchForTesting();
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ8_0x16), 0);
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ4_Kx16), 2);
+  EXPECT_EQ(kernels::DecodePrefetchStatus(), "Q8_0x16 none, Q4_Kx16 4608 B (2 blocks)");
+  kernels::internal::SetDecodePrefetchForTesting({1, 2305});  // blocks: 544 and 2,304 bytes
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ8_0x16), 1);
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ4_Kx16), 2);
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ8_0), 0) << "the file layouts take no setting";
+  EXPECT_EQ(kernels::DecodePrefetchStatus(), "Q8_0x16 1 B (1 block), Q4_Kx16 2305 B (2 blocks)");
+  kernels::internal::SetDecodePrefetchForTesting({545, 0});
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ8_0x16), 2);
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ4_Kx16), 0);
+  EXPECT_EQ(kernels::DecodePrefetchStatus(), "Q8_0x16 545 B (2 blocks), Q4_Kx16 none");
+}
+
+// Decode (1 token) and a batch ending in a lone token (5 = a 4-token tile and
+// a 1-token one), 1 and 2 threads, on every compiled target: the same bits
+// with the prefetch off, one block ahead, far ahead, and at the largest
+// distance (most prefetches past the end of the matrix, which never fault).
+class DecodePrefetchTargets : public testing::SimdTargetTest {};
+
+TEST_P(DecodePrefetchTargets, NoDistanceChangesAResult) {
+  ResetPrefetch reset;
+  const int64_t in = 1536, rows = 48;
+  for (const DType type : {DType::kQ8_0x16, DType::kQ4_Kx16}) {
+    const testing::Weights w = testing::MakeWeights(type, in, rows, 91);
+    for (const int64_t n : {1, 5}) {
+      std::mt19937 rng(92);
+      std::normal_distribution<float> nd(0.f, 0.5f);
+      std::vector<float> x(static_cast<size_t>(in * n));
+      for (auto& v : x) v = nd(rng);
+      for (const int threads : {1, 2}) {
+        SCOPED_TRACE(std::string(DTypeName(type)) + " n=" + std::to_string(n) +
+                     " threads=" + std::to_string(threads));
+        ThreadPool pool(threads);
+        kernels::internal::ResetDecodePrefetchForTesting();
+        std::vector<float> want(static_cast<size_t>(rows * n));
+        kernels::MatMul(w.view, x.data(), n, want.data(), pool);
+        for (const int64_t bytes :
+             {int64_t{0}, int64_t{1}, int64_t{8192}, kernels::internal::kMaxDecodePrefetchBytes}) {
+          kernels::internal::SetDecodePrefetchForTesting({bytes, bytes});
+          std::vector<float> y(want.size(), -1.f);
+          kernels::MatMul(w.view, x.data(), n, y.data(), pool);
+          EXPECT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float)))
+              << bytes << " bytes ahead";
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, DecodePrefetchTargets, ::testing::ValuesIn(testing::CompiledSimdTargets()),
+                         testing::TargetParamName);
+
+}  // namespace
+}  // namespace skipkv
