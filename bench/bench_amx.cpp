@@ -16,8 +16,15 @@
 //                 (SetAmxMinTokensForTesting), so that amx:1 runs the tiles
 //                 below it: whether Q4_K batched decode should take them.
 // Counter GMAC/s. Args: amx (0 off, 1 on), shape index, threads. Without AMX
-// the amx = 1 runs are skipped with the reason. (Decode, one token, never
-// runs on the tiles.)
+// the amx = 1 runs are skipped with the reason.
+//   BM_Q8_0x16Decode, BM_Q4_Kx16Decode  one token (decode never runs on the
+//                 tiles), weights from DRAM as above, with the one-token
+//                 tiles' software prefetch at several distances
+//                 (internal::SetDecodePrefetchForTesting; the runs' switch is
+//                 SKIPKV_DECODE_PREFETCH): whether the CPU's hardware
+//                 prefetcher keeps up without one. Counter GB/s (weight bytes
+//                 read per second). Args: prefetch (bytes ahead; -1 the
+//                 defaults), shape index, threads.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -121,6 +128,53 @@ void BM_Q4_Kx16Batch16Tiles(benchmark::State& state) {
   Run(state, DType::kQ4_Kx16, 16, size_t{512} << 20, 16);
 }
 
+// Decode (one token) with the one-token tiles prefetching range(0) bytes
+// ahead (-1: the defaults, whatever SKIPKV_DECODE_PREFETCH says).
+void RunDecode(benchmark::State& state, DType type) {
+  const int64_t bytes = state.range(0);
+  if (bytes >= 0) {
+    kernels::internal::SetDecodePrefetchForTesting({bytes, bytes});
+  } else {
+    kernels::internal::ResetDecodePrefetchForTesting();
+  }
+  const std::string prefetch = kernels::internal::DecodePrefetchStatus();
+  const Shape s = kShapes[state.range(1)];
+  const Weights& w = GetWeights(type, s, size_t{512} << 20);
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  std::vector<float> x(static_cast<size_t>(s.in)), y(static_cast<size_t>(s.rows));
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (auto& v : x) v = nd(rng);
+  TensorView v;
+  v.type = type;
+  v.n_dims = 2;
+  v.ne[0] = s.in;
+  v.ne[1] = s.rows;
+  size_t i = 0;
+  for (auto _ : state) {
+    v.data = w.copies[i++ % w.copies.size()].as<uint8_t>();
+    kernels::MatMul(v, x.data(), 1, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  kernels::internal::ResetDecodePrefetchForTesting();
+  state.counters["GB/s"] =
+      benchmark::Counter(1e-9 * static_cast<double>(w.bytes) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(kernels::SimdTargetName()) + " " + std::to_string(s.rows) + "x" +
+                 std::to_string(s.in) + "; " + prefetch);
+}
+void BM_Q8_0x16Decode(benchmark::State& state) { RunDecode(state, DType::kQ8_0x16); }
+void BM_Q4_Kx16Decode(benchmark::State& state) { RunDecode(state, DType::kQ4_Kx16); }
+
+void DecodeArgs(benchmark::internal::Benchmark* b) {
+  for (int threads : {1, 4, 16}) {
+    for (int shape : {0, 1}) {
+      for (int bytes : {-1, 0, 1024, 2048, 4096, 8192, 16384}) b->Args({bytes, shape, threads});
+    }
+  }
+  b->ArgNames({"prefetch", "shape", "threads"})->UseRealTime()->MinTime(0.2);
+}
+
 // The arguments and timing every benchmark here takes.
 void Common(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 4, 16}) {
@@ -137,6 +191,8 @@ BENCHMARK(BM_Q8_0x16Batch16)->Apply(Common)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q4_Kx16Batch16)->Apply(Common)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q4_Kx16Batch64)->Apply(Common)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q4_Kx16Batch16Tiles)->Apply(Common)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Q8_0x16Decode)->Apply(DecodeArgs)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Q4_Kx16Decode)->Apply(DecodeArgs)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace skipkv

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns bench_amx's console output into a Markdown table of AMX on against off.
+"""Turns bench_amx's console output into Markdown tables: AMX on against off, and decode per prefetch distance.
 
 bench_amx (bench/bench_amx.cpp) times each interleaved product twice, with
 `amx:0` (the AVX-512 VNNI kernel) and `amx:1` (the AMX tile kernel), per
@@ -11,12 +11,28 @@ rows of each (benchmark, shape, threads) and prints
 (shape: rows x inputs from the rows' labels, else bench_amx's shape index)
 
 with the reason instead of a figure where a row is an error (e.g. "AMX not
-usable: ..."). The device protocol (scripts/intel_protocol.sh) runs it on
-its bench_amx.txt, so the first thing an AMX run answers, whether the tiles
-win and where, is one table.
+usable: ..."). Its decode rows (`BM_<type>Decode/prefetch:<bytes>/...`, GB/s
+of weights read, the one-token tiles prefetching that many bytes ahead, -1
+the defaults) make a second table, one column per distance, and
 
-Usage: scripts/bench_amx_table.py BENCH_AMX_OUTPUT
+  --pick FILE  writes the SKIPKV_DECODE_PREFETCH value the rows call for to
+               FILE (an empty file when the defaults stand). The rule, fixed
+               before any run on the machines it is for: per weight type, the
+               distance whose GB/s over the default's has the highest
+               geometric mean across all of that type's shapes and thread
+               counts (a distance with an error or no figure on one of them
+               is not a candidate), where that mean is at least 1.03;
+               otherwise the type keeps its default and is left out.
+
+The device protocol (scripts/intel_protocol.sh) runs it on its
+bench_amx.txt, so the first things a run answers, whether the tiles win and
+where and whether the prefetch distances suit the CPU, are two tables; its
+decode step then times skipkv end to end with the picked value beside the
+defaults.
+
+Usage: scripts/bench_amx_table.py BENCH_AMX_OUTPUT [--pick FILE]
 """
+import math
 import re
 import sys
 
@@ -24,6 +40,12 @@ ROW = re.compile(r"^(BM_\w+)/amx:([01])/shape:(\d+)/threads:(\d+)/\S*\s+(.*)$")
 RATE = re.compile(r"GMAC/s=([0-9.eE+-]+)([kMG]?)/s")
 SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
 SHAPE = re.compile(r"\b(\d+)x(\d+)\s*$")
+DECODE_ROW = re.compile(r"^BM_(\w+)Decode/prefetch:(-?\d+)/shape:(\d+)/threads:(\d+)/\S*\s+(.*)$")
+DECODE_RATE = re.compile(r"GB/s=([0-9.eE+-]+)([kMG]?)/s")
+DECODE_SHAPE = re.compile(r"\b(\d+)x(\d+);")
+# bench_amx's weight types -> SKIPKV_DECODE_PREFETCH's names
+PICK_NAMES = {"Q8_0x16": "q8_0", "Q4_Kx16": "q4_k"}
+PICK_MIN_GAIN = 1.03
 
 
 def parse(lines):
@@ -63,21 +85,120 @@ def render(table):
     return "\n".join(out)
 
 
+def parse_decode(lines):
+    """{(type, shape, threads): {prefetch bytes: GB/s float, or the error text}} in input order."""
+    table = {}
+    names = {}
+    for line in lines:
+        m = DECODE_ROW.match(line.strip())
+        if not m:
+            continue
+        kind, bytes_ahead, shape, threads, rest = m.groups()
+        label = DECODE_SHAPE.search(rest)
+        if label:
+            names[(kind, shape)] = f"{label.group(1)} × {label.group(2)}"
+        cell = table.setdefault((kind, shape, int(threads)), {})
+        rate = DECODE_RATE.search(rest)
+        if "ERROR OCCURRED" in rest:
+            err = re.search(r"ERROR OCCURRED: '(.*)'", rest)
+            cell[int(bytes_ahead)] = err.group(1) if err else rest
+        elif rate:
+            cell[int(bytes_ahead)] = float(rate.group(1)) * SCALE[rate.group(2)]
+    return {(k, names.get((k, sh), sh), t): cell for (k, sh, t), cell in table.items()}
+
+
+def distance_name(d):
+    return "default" if d < 0 else ("none" if d == 0 else f"{d} B")
+
+
+def render_decode(table):
+    distances = sorted({d for cell in table.values() for d in cell})
+    head = " | ".join(distance_name(d) + " GB/s" for d in distances)
+    out = [f"| decode | shape | threads | {head} | best / default |",
+           "|---|---:|---:|" + "---:|" * len(distances) + "---:|"]
+    for (kind, shape, threads), cell in table.items():
+        base = cell.get(-1)
+        best = max((d for d in distances if d >= 0 and isinstance(cell.get(d), float)),
+                   key=lambda d: cell[d], default=None)
+        ratio = (f"{cell[best] / base:.2f}× ({distance_name(best)})"
+                 if best is not None and isinstance(base, float) and base > 0 else "—")
+        out.append(f"| {kind} | {shape} | {threads} | " + " | ".join(fmt(cell.get(d)) for d in distances) +
+                   f" | {ratio} |")
+    return "\n".join(out)
+
+
+def pick(table):
+    """(SKIPKV_DECODE_PREFETCH value or "", one line per type saying why) by the rule in the docstring."""
+    ratios = {}  # (type, distance) -> [GB/s over the default's]
+    rows = {}  # type -> rows with a default figure
+    for (kind, _shape, _threads), cell in table.items():
+        base = cell.get(-1)
+        if not isinstance(base, float) or base <= 0:
+            continue
+        rows[kind] = rows.get(kind, 0) + 1
+        for d, v in cell.items():
+            if d >= 0 and isinstance(v, float) and v > 0:
+                ratios.setdefault((kind, d), []).append(v / base)
+    parts, notes = [], []
+    for kind in sorted(rows):
+        means = {d: math.exp(sum(map(math.log, r)) / len(r))
+                 for (k, d), r in ratios.items() if k == kind and len(r) == rows[kind]}
+        if not means:
+            notes.append(f"{kind}: default kept (no distance has a figure on every row)")
+            continue
+        best = max(means, key=means.get)
+        name = PICK_NAMES.get(kind)
+        if means[best] >= PICK_MIN_GAIN and name is not None:
+            parts.append(f"{name}={best}")
+            notes.append(f"{kind}: {distance_name(best)}, geometric mean {means[best]:.3f}× the default's GB/s")
+        else:
+            notes.append(f"{kind}: default kept (best {distance_name(best)} at {means[best]:.3f}×, "
+                         f"below {PICK_MIN_GAIN}×)")
+    return ",".join(parts), notes
+
+
 def main(argv):
-    if len(argv) != 2:
-        print("usage: bench_amx_table.py BENCH_AMX_OUTPUT", file=sys.stderr)
+    args = argv[1:]
+    pick_path = None
+    if "--pick" in args:
+        i = args.index("--pick")
+        if i + 1 >= len(args):
+            print("bench_amx_table.py: --pick needs a FILE", file=sys.stderr)
+            return 2
+        pick_path = args[i + 1]
+        del args[i:i + 2]
+    if len(args) != 1:
+        print("usage: bench_amx_table.py BENCH_AMX_OUTPUT [--pick FILE]", file=sys.stderr)
         return 2
     try:
-        with open(argv[1], encoding="utf-8", errors="replace") as f:
-            table = parse(f)
+        with open(args[0], encoding="utf-8", errors="replace") as f:
+            lines = f.readlines()
     except OSError as e:
-        print(f"bench_amx_table.py: {argv[1]}: {e.strerror}", file=sys.stderr)
+        print(f"bench_amx_table.py: {args[0]}: {e.strerror}", file=sys.stderr)
         return 1
-    if not table:
-        print(f"bench_amx_table.py: {argv[1]}: no bench_amx rows (BM_<name>/amx:<0|1>/shape:<n>/threads:<n>)",
-              file=sys.stderr)
+    table, decode = parse(lines), parse_decode(lines)
+    if not table and not decode:
+        print(f"bench_amx_table.py: {args[0]}: no bench_amx rows (BM_<name>/amx:<0|1>/shape:<n>/threads:<n> "
+              "or BM_<type>Decode/prefetch:<bytes>/shape:<n>/threads:<n>)", file=sys.stderr)
         return 1
-    print(render(table))
+    if table:
+        print(render(table))
+    if decode:
+        if table:
+            print()
+        print(render_decode(decode))
+    if pick_path is not None:
+        value, notes = pick(decode)
+        print()
+        print(f"SKIPKV_DECODE_PREFETCH pick: {value or '(the defaults)'}")
+        for n in notes:
+            print(f"- {n}")
+        try:
+            with open(pick_path, "w", encoding="utf-8") as f:
+                f.write(value + ("\n" if value else ""))
+        except OSError as e:
+            print(f"bench_amx_table.py: {pick_path}: {e.strerror}", file=sys.stderr)
+            return 1
     return 0
 
 

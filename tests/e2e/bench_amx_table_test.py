@@ -4,7 +4,10 @@ on / off table. tests/data/bench_amx/amx_machine.txt holds rows in bench_amx's
 Google Benchmark console format: the first amx:0 rows from a Zen 5 run, the
 others written by hand as an AMX machine would report them (an error row,
 k-scaled counters); they must pair amx:0 with amx:1 per benchmark, shape and
-thread count.
+thread count. tests/data/bench_amx/decode_prefetch.txt holds decode rows per
+prefetch distance: the Q4_Kx16 ones from a Zen 5 run, the Q8_0x16 ones
+written by hand as a CPU whose prefetcher falls behind might report them
+(an error row, a k-scaled counter).
 
 Usage: bench_amx_table_test.py [unittest args]
 """
@@ -17,6 +20,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "scripts", "bench_amx_table.py")
 DATA = os.path.join(ROOT, "tests", "data", "bench_amx", "amx_machine.txt")
+DECODE = os.path.join(ROOT, "tests", "data", "bench_amx", "decode_prefetch.txt")
 
 
 def run(*args):
@@ -34,6 +38,41 @@ class BenchAmxTableTest(unittest.TestCase):
             "| BM_Q8_0x16Batch | 1536 × 8960 | 1 | 176.6 | tile test hook: refused | — |",
             "| BM_Q4_Kx16Batch16 | 8960 × 1536 | 16 | 1200.0 | 900.0 | 0.75× |",
         ])
+
+    def test_decode_rows_make_one_column_per_distance(self):
+        r = run(DECODE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertIn("| decode | shape | threads | default GB/s | none GB/s | 4096 B GB/s | 8192 B GB/s | "
+                      "best / default |", lines)
+        rows = [line for line in lines if line.startswith("| Q")]
+        self.assertEqual(rows, [
+            "| Q4_Kx16 | 8960 × 1536 | 1 | 33.0 | 16.0 | 28.8 | 31.1 | 0.94× (8192 B) |",
+            "| Q8_0x16 | 8960 × 1536 | 16 | 120.5 | 119.8 | 147.0 | 140.2 | 1.22× (4096 B) |",
+            "| Q8_0x16 | 1536 × 8960 | 16 | 110.0 | 110.0 | a hand-written error row | 121.0 | 1.10× (8192 B) |",
+        ])
+        self.assertNotIn("AMX off", r.stdout, "no AMX rows, so no AMX table")
+
+    def test_pick_follows_the_written_rule(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "pick")
+            r = run(DECODE, "--pick", path)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            # Q8_0x16: 4096 B is the best on one row but has an error on the
+            # other, so 8192 B (geometric mean of 1.163 and 1.100) is picked;
+            # Q4_Kx16: nothing beats the default by 3 %.
+            with open(path, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "q8_0=8192\n")
+            self.assertIn("SKIPKV_DECODE_PREFETCH pick: q8_0=8192", r.stdout)
+            self.assertIn("Q8_0x16: 8192 B, geometric mean 1.131×", r.stdout)
+            self.assertIn("Q4_Kx16: default kept (best 8192 B at 0.941×, below 1.03×)", r.stdout)
+            # AMX rows only: no decode rows, so the defaults stand (an empty file).
+            r = run(DATA, "--pick", path)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(path, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "")
+            self.assertIn("pick: (the defaults)", r.stdout)
+        self.assertEqual(run(DECODE, "--pick").returncode, 2)
 
     def test_no_rows_and_missing_file_are_errors(self):
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
