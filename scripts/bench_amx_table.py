@@ -21,8 +21,10 @@ the defaults) make a second table, one column per distance, and
                distance whose GB/s over the default's has the highest
                geometric mean across all of that type's shapes and thread
                counts (a distance with an error or no figure on one of them
-               is not a candidate), where that mean is at least 1.03;
-               otherwise the type keeps its default and is left out.
+               is not a candidate, nor one that the rows' labels show
+               rounds to the default's number of blocks), where that mean
+               is at least 1.03; otherwise the type keeps its default and
+               is left out.
 
 The device protocol (scripts/intel_protocol.sh) runs it on its
 bench_amx.txt, so the first things a run answers, whether the tiles win and
@@ -85,8 +87,10 @@ def render(table):
     return "\n".join(out)
 
 
-def parse_decode(lines):
-    """{(type, shape, threads): {prefetch bytes: GB/s float, or the error text}} in input order."""
+def parse_decode(lines, blocks=None):
+    """{(type, shape, threads): {prefetch bytes: GB/s float, or the error text}} in input order.
+    blocks, if given, gets {(type, prefetch bytes): blocks ahead} from the rows' labels
+    ("Q4_Kx16 4096 B (2 blocks)", "Q8_0x16 none")."""
     table = {}
     names = {}
     for line in lines:
@@ -94,6 +98,9 @@ def parse_decode(lines):
         if not m:
             continue
         kind, bytes_ahead, shape, threads, rest = m.groups()
+        ahead = re.search(re.escape(kind) + r" (?:(none)|\d+ B \((\d+) blocks?\))", rest)
+        if blocks is not None and ahead:
+            blocks[(kind, int(bytes_ahead))] = 0 if ahead.group(1) else int(ahead.group(2))
         label = DECODE_SHAPE.search(rest)
         if label:
             names[(kind, shape)] = f"{label.group(1)} × {label.group(2)}"
@@ -127,8 +134,10 @@ def render_decode(table):
     return "\n".join(out)
 
 
-def pick(table):
-    """(SKIPKV_DECODE_PREFETCH value or "", one line per type saying why) by the rule in the docstring."""
+def pick(table, blocks=None):
+    """(SKIPKV_DECODE_PREFETCH value or "", one line per type saying why) by the rule in the docstring;
+    blocks: parse_decode's {(type, bytes): blocks ahead}, to leave out distances equal to the default."""
+    blocks = blocks or {}
     ratios = {}  # (type, distance) -> [GB/s over the default's]
     rows = {}  # type -> rows with a default figure
     for (kind, _shape, _threads), cell in table.items():
@@ -141,8 +150,11 @@ def pick(table):
                 ratios.setdefault((kind, d), []).append(v / base)
     parts, notes = [], []
     for kind in sorted(rows):
+        default_blocks = blocks.get((kind, -1))
         means = {d: math.exp(sum(map(math.log, r)) / len(r))
-                 for (k, d), r in ratios.items() if k == kind and len(r) == rows[kind]}
+                 for (k, d), r in ratios.items()
+                 if k == kind and len(r) == rows[kind]
+                 and (default_blocks is None or blocks.get((k, d)) != default_blocks)}
         if not means:
             notes.append(f"{kind}: default kept (no distance has a figure on every row)")
             continue
@@ -176,7 +188,8 @@ def main(argv):
     except OSError as e:
         print(f"bench_amx_table.py: {args[0]}: {e.strerror}", file=sys.stderr)
         return 1
-    table, decode = parse(lines), parse_decode(lines)
+    blocks = {}
+    table, decode = parse(lines), parse_decode(lines, blocks)
     if not table and not decode:
         print(f"bench_amx_table.py: {args[0]}: no bench_amx rows (BM_<name>/amx:<0|1>/shape:<n>/threads:<n> "
               "or BM_<type>Decode/prefetch:<bytes>/shape:<n>/threads:<n>)", file=sys.stderr)
@@ -188,7 +201,7 @@ def main(argv):
             print()
         print(render_decode(decode))
     if pick_path is not None:
-        value, notes = pick(decode)
+        value, notes = pick(decode, blocks)
         print()
         print(f"SKIPKV_DECODE_PREFETCH pick: {value or '(the defaults)'}")
         for n in notes:

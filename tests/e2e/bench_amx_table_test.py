@@ -74,6 +74,24 @@ class BenchAmxTableTest(unittest.TestCase):
             self.assertIn("pick: (the defaults)", r.stdout)
         self.assertEqual(run(DECODE, "--pick").returncode, 2)
 
+    def test_pick_leaves_out_distances_that_round_to_the_default(self):
+        # 4096 B is 2 Q4_Kx16 blocks, the default's distance: its 1.33x is
+        # noise between two runs of the same code, so 8192 B (4 blocks) is picked.
+        label = "AVX3_DL 8960x1536; Q8_0x16 {q8}, Q4_Kx16 {q4}"
+        rows = [("-1", 30.0, "none", "4608 B (2 blocks)"), ("4096", 40.0, "4096 B (8 blocks)", "4096 B (2 blocks)"),
+                ("8192", 31.5, "8192 B (16 blocks)", "8192 B (4 blocks)")]
+        with tempfile.TemporaryDirectory() as d:
+            bench, path = os.path.join(d, "bench.txt"), os.path.join(d, "pick")
+            with open(bench, "w", encoding="utf-8") as f:
+                for bytes_ahead, gbs, q8, q4 in rows:
+                    f.write(f"BM_Q4_Kx16Decode/prefetch:{bytes_ahead}/shape:0/threads:1/min_time:0.200/real_time"
+                            f"  100 us  100 us  1000 GB/s={gbs}/s " + label.format(q8=q8, q4=q4) + "\n")
+            r = run(bench, "--pick", path)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(path, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "q4_k=8192\n")
+            self.assertIn("Q4_Kx16: 8192 B, geometric mean 1.050×", r.stdout)
+
     def test_no_rows_and_missing_file_are_errors(self):
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
             f.write("Running bench_amx\nno benchmark rows here\n")
