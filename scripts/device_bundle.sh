@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what the many-core protocol (scripts/intel_protocol.sh) runs on a
 # machine without a package registry: stripped `skipkv`, `bench_amx` and the
-# matmul kernel tests from an existing build, the shared libraries `ldd` lists
+# matmul and decode-prefetch kernel tests from an existing build, the shared libraries `ldd` lists
 # for them (all but libc, libm, libstdc++ and libgcc_s, which a newer system
 # has in newer versions), and the Qwen2 tokenizer.json `make-model` needs, as
 # one archive: OUT.tar.gz (gzip, which every Linux image has) or OUT.tar.xz
@@ -17,7 +17,7 @@ case $out in
   *) echo "device_bundle.sh: $out: name it .tar.gz or .tar.xz" >&2; exit 2 ;;
 esac
 bins=("$build/apps/skipkv/skipkv" "$build/bench/bench_amx" "$build/tests/kernels/kernels_matmul_test"
-      "$build/tests/kernels/kernels_matmul_amx_test")
+      "$build/tests/kernels/kernels_matmul_amx_test" "$build/tests/kernels/kernels_decode_prefetch_test")
 for b in "${bins[@]}"; do
   [ -x "$b" ] || { echo "device_bundle.sh: $b is missing: build it first (cmake --build $build)" >&2; exit 1; }
 done

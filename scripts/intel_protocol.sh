@@ -2,22 +2,27 @@
 # The many-core speed protocol of BENCHMARKS.md ("Intel AMX and many cores"),
 # in one command, within a time budget, for a machine reached for a few
 # minutes (e.g. a 16-core Intel Xeon with AMX):
-#   1. host facts (CPU model, flags, THP), the matmul kernel tests of the
-#      bundle (the AMX ones on real tiles where the CPU and Linux allow it);
+#   1. host facts (CPU model, flags, THP), the matmul and decode-prefetch
+#      kernel tests of the bundle (the AMX ones on real tiles where the CPU
+#      and Linux allow it);
 #   2. random-weight r1-qwen-1.5b Q8_0 and Q4_K_M files (`skipkv make-model`),
 #      kept in MODELS_DIR for the next call (only made when a step reads them);
 #   3. bench_amx: interleaved Q8_0 and Q4_K products (512 and 16 tokens; Q4_K
 #      also at 64, and at 16 with the tiles' threshold lowered) with AMX off
-#      and on, 1/4/16 threads, as a table of on / off
-#      (scripts/bench_amx_table.py);
+#      and on, 1/4/16 threads, as a table of on / off, and decode with the
+#      weights prefetched 0-16 KiB ahead as a second table
+#      (scripts/bench_amx_table.py), whose --pick rule writes the distance
+#      the rows call for to MODELS_DIR/decode_prefetch for step 5;
 #   4. scripts/bench_ab.py, llama.cpp's llama-bench against skipkv with
 #      SKIPKV_AMX=1, alternated, pp512 and tg32 at 16, 8, 4 and 2 threads, two
 #      rounds per file;
 #   5. decode at 1 and 4 threads on Q8_0 and Q4_K_M, llama.cpp against
 #      skipkv's variants (the default dispatch, SKIPKV_SIMD=avx2, --weights
-#      map, SKIPKV_REPACK=0: Q4_K in the file's layout), alternated: which of
-#      ISA path, page size and the interleaved layouts the per-core decode gap
-#      of issue 40 (0.41x at 1 thread) follows (decode never runs on tiles);
+#      map, SKIPKV_REPACK=0: Q4_K in the file's layout, and, where step 3
+#      picked one, SKIPKV_DECODE_PREFETCH=<the pick>), alternated: which of
+#      ISA path, page size, the interleaved layouts and the prefetch distance
+#      the per-core decode gap of issue 40 (0.41x at 1 thread) follows
+#      (decode never runs on tiles);
 #   6. batched: 16 sequences x 1,024 tokens of context at 16 threads, 32
 #      decode steps, llama.cpp's llama-batched-bench (beside LLAMA_BENCH)
 #      against skipkv (default and SKIPKV_AMX=1), alternated, two rounds per
@@ -127,6 +132,10 @@ if want tests; then
   if [ "$rc" = 0 ]; then rm -f "$models/amx_failed"; else echo "exit $rc" > "$models/amx_failed"; fi
   SKIPKV_AMX=1 "${sk[@]}" "$d/kernels_matmul_test" > "$out/matmul_test.txt" 2>&1
   echo "kernels_matmul_test with SKIPKV_AMX=1: exit $?"; grep -E "^\[  (PASSED|FAILED) " "$out/matmul_test.txt" | head -12
+  if [ -x "$d/kernels_decode_prefetch_test" ]; then  # bundles from before it lack it
+    "${sk[@]}" "$d/kernels_decode_prefetch_test" > "$out/decode_prefetch_test.txt" 2>&1
+    echo "kernels_decode_prefetch_test: exit $?"; grep -E "^\[  (PASSED|FAILED) " "$out/decode_prefetch_test.txt" | head -12
+  fi
 fi
 
 if [ -e "$models/amx_failed" ]; then
@@ -156,7 +165,7 @@ fits() { [ "$(left)" -gt "$2" ] && return 0; say "skip $1: $(left) s left"; retu
 if want amx && fits bench_amx 60; then
   say "bench_amx"
   timeout $(($(left) - 40)) "${sk[@]}" "$d/bench_amx" > "$out/bench_amx.txt" 2>&1
-  python3 scripts/bench_amx_table.py "$out/bench_amx.txt" | tee "$out/bench_amx.md"
+  python3 scripts/bench_amx_table.py "$out/bench_amx.txt" --pick "$models/decode_prefetch" | tee "$out/bench_amx.md"
 fi
 
 ab() {  # ab NAME MODEL
@@ -206,11 +215,19 @@ if want decode; then
   if [ ! -x "$lb" ]; then say "skip decode: no llama-bench at $lb"
   elif [ "$(left)" -lt 60 ]; then say "skip decode: $(left) s left"
   else
-    say "decode at 1 and 4 threads: llama.cpp, skipkv default, avx2, --weights map, SKIPKV_REPACK=0"
     sk_e() { echo "-e $1=skipkv:$d/skipkv --env $1=LD_LIBRARY_PATH=$d/lib --args $1=--bandwidth-gbs=1"; }
+    # The prefetch distance bench_amx's decode rows picked (step 3, this call
+    # or an earlier one), as one more variant; none when the defaults stood.
+    pf=$(cat "$models/decode_prefetch" 2> /dev/null)
+    pf_e=()
+    if [ -n "$pf" ]; then
+      # shellcheck disable=SC2207  # the engine options are meant to split into words
+      pf_e=($(sk_e sk_pf) --env sk_pf=SKIPKV_DECODE_PREFETCH="$pf")
+    fi
+    say "decode at 1 and 4 threads: llama.cpp, skipkv default, avx2, --weights map, SKIPKV_REPACK=0${pf:+, SKIPKV_DECODE_PREFETCH=$pf}"
     # shellcheck disable=SC2046  # the engine options are meant to split into words
     timeout $(($(left) - 10)) python3 scripts/bench_ab.py -e llama=llama:"$lb" $(sk_e sk) $(sk_e sk_avx2) \
-      $(sk_e sk_map) $(sk_e sk_file) --env sk_avx2=SKIPKV_SIMD=avx2 --args sk_map="--weights map" \
+      $(sk_e sk_map) $(sk_e sk_file) "${pf_e[@]}" --env sk_avx2=SKIPKV_SIMD=avx2 --args sk_map="--weights map" \
       --env sk_file=SKIPKV_REPACK=0 -m "$models/r1q8.gguf" -m "$models/r1q4.gguf" \
       -t 1,4 -p 0 -n 16 -r 1 --rounds 2 \
       --jsonl "$out/decode.jsonl" > "$out/decode.md" 2> "$out/decode.err"
