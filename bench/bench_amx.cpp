@@ -88,10 +88,10 @@ bool SelectAmx(benchmark::State& state) {
   return true;
 }
 
-// min_tokens > 0: the AMX threshold for the amx:1 runs (else the default).
-void Run(benchmark::State& state, DType type, int64_t n, size_t min_total_bytes, int64_t min_tokens = 0) {
-  if (!SelectAmx(state)) return;
-  kernels::internal::SetAmxMinTokensForTesting(state.range(0) != 0 ? min_tokens : 0);
+// Times MatMul of `n` tokens against shape index state.range(1) of `type`
+// (copies totalling >= min_total_bytes, rotated) on state.range(2) threads;
+// returns the bytes of one copy.
+size_t TimeMatMul(benchmark::State& state, DType type, int64_t n, size_t min_total_bytes) {
   const Shape s = kShapes[state.range(1)];
   const Weights& w = GetWeights(type, s, min_total_bytes);
   ThreadPool pool(static_cast<int>(state.range(2)));
@@ -110,13 +110,27 @@ void Run(benchmark::State& state, DType type, int64_t n, size_t min_total_bytes,
     kernels::MatMul(v, x.data(), n, y.data(), pool);
     benchmark::DoNotOptimize(y.data());
   }
+  return w.bytes;
+}
+
+std::string ShapeName(const benchmark::State& state) {
+  const Shape s = kShapes[state.range(1)];
+  return std::to_string(s.rows) + "x" + std::to_string(s.in);
+}
+
+// min_tokens > 0: the AMX threshold for the amx:1 runs (else the default).
+void Run(benchmark::State& state, DType type, int64_t n, size_t min_total_bytes, int64_t min_tokens = 0) {
+  if (!SelectAmx(state)) return;
+  kernels::internal::SetAmxMinTokensForTesting(state.range(0) != 0 ? min_tokens : 0);
+  TimeMatMul(state, type, n, min_total_bytes);
   kernels::internal::ResetAmxModeForTesting();
   kernels::internal::SetAmxMinTokensForTesting(0);
+  const Shape s = kShapes[state.range(1)];
   const double iters = static_cast<double>(state.iterations());
   state.counters["GMAC/s"] =
       benchmark::Counter(1e-9 * static_cast<double>(s.rows * s.in * n) * iters, benchmark::Counter::kIsRate);
   state.SetLabel(std::string(state.range(0) ? "AMX " : "no AMX ") + kernels::SimdTargetName() + " " +
-                 std::to_string(s.rows) + "x" + std::to_string(s.in));
+                 ShapeName(state));
 }
 
 void BM_Q8_0x16Batch(benchmark::State& state) { Run(state, DType::kQ8_0x16, 512, 0); }
@@ -138,30 +152,12 @@ void RunDecode(benchmark::State& state, DType type) {
     kernels::internal::ResetDecodePrefetchForTesting();
   }
   const std::string prefetch = kernels::internal::DecodePrefetchStatus();
-  const Shape s = kShapes[state.range(1)];
-  const Weights& w = GetWeights(type, s, size_t{512} << 20);
-  ThreadPool pool(static_cast<int>(state.range(2)));
-  std::vector<float> x(static_cast<size_t>(s.in)), y(static_cast<size_t>(s.rows));
-  std::mt19937 rng(3);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  for (auto& v : x) v = nd(rng);
-  TensorView v;
-  v.type = type;
-  v.n_dims = 2;
-  v.ne[0] = s.in;
-  v.ne[1] = s.rows;
-  size_t i = 0;
-  for (auto _ : state) {
-    v.data = w.copies[i++ % w.copies.size()].as<uint8_t>();
-    kernels::MatMul(v, x.data(), 1, y.data(), pool);
-    benchmark::DoNotOptimize(y.data());
-  }
+  const size_t weight_bytes = TimeMatMul(state, type, 1, size_t{512} << 20);
   kernels::internal::ResetDecodePrefetchForTesting();
   state.counters["GB/s"] =
-      benchmark::Counter(1e-9 * static_cast<double>(w.bytes) * static_cast<double>(state.iterations()),
+      benchmark::Counter(1e-9 * static_cast<double>(weight_bytes) * static_cast<double>(state.iterations()),
                          benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(kernels::SimdTargetName()) + " " + std::to_string(s.rows) + "x" +
-                 std::to_string(s.in) + "; " + prefetch);
+  state.SetLabel(std::string(kernels::SimdTargetName()) + " " + ShapeName(state) + "; " + prefetch);
 }
 void BM_Q8_0x16Decode(benchmark::State& state) { RunDecode(state, DType::kQ8_0x16); }
 void BM_Q4_Kx16Decode(benchmark::State& state) { RunDecode(state, DType::kQ4_Kx16); }
