@@ -22,9 +22,10 @@ the defaults) make a second table, one column per distance, and
                geometric mean across all of that type's shapes and thread
                counts (a distance with an error or no figure on one of them
                is not a candidate, nor one that the rows' labels show
-               rounds to the default's number of blocks), where that mean
-               is at least 1.03; otherwise the type keeps its default and
-               is left out.
+               rounds to the default's number of blocks; rows with more
+               threads than Google Benchmark's "Run on (N X ...)" CPUs are
+               oversubscribed and left out), where that mean is at least
+               1.03; otherwise the type keeps its default and is left out.
 
 The device protocol (scripts/intel_protocol.sh) runs it on its
 bench_amx.txt, so the first things a run answers, whether the tiles win and
@@ -134,15 +135,25 @@ def render_decode(table):
     return "\n".join(out)
 
 
-def pick(table, blocks=None):
+def cpus_of(lines):
+    """The CPU count of Google Benchmark's context line "Run on (N X ... MHz CPU s)", or None."""
+    for line in lines:
+        m = re.match(r"^Run on \((\d+) X", line.strip())
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def pick(table, blocks=None, cpus=None):
     """(SKIPKV_DECODE_PREFETCH value or "", one line per type saying why) by the rule in the docstring;
-    blocks: parse_decode's {(type, bytes): blocks ahead}, to leave out distances equal to the default."""
+    blocks: parse_decode's {(type, bytes): blocks ahead}, to leave out distances equal to the default;
+    cpus: the machine's CPU count, to leave out oversubscribed rows."""
     blocks = blocks or {}
     ratios = {}  # (type, distance) -> [GB/s over the default's]
     rows = {}  # type -> rows with a default figure
-    for (kind, _shape, _threads), cell in table.items():
+    for (kind, _shape, threads), cell in table.items():
         base = cell.get(-1)
-        if not isinstance(base, float) or base <= 0:
+        if not isinstance(base, float) or base <= 0 or (cpus is not None and threads > cpus):
             continue
         rows[kind] = rows.get(kind, 0) + 1
         for d, v in cell.items():
@@ -201,7 +212,7 @@ def main(argv):
             print()
         print(render_decode(decode))
     if pick_path is not None:
-        value, notes = pick(decode, blocks)
+        value, notes = pick(decode, blocks, cpus_of(lines))
         print()
         print(f"SKIPKV_DECODE_PREFETCH pick: {value or '(the defaults)'}")
         for n in notes:

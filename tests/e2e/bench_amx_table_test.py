@@ -74,7 +74,7 @@ class BenchAmxTableTest(unittest.TestCase):
             self.assertIn("pick: (the defaults)", r.stdout)
         self.assertEqual(run(DECODE, "--pick").returncode, 2)
 
-    def test_pick_leaves_out_distances_that_round_to_the_default(self):
+    def test_pick_leaves_out_default_distances_and_oversubscribed_rows(self):
         # 4096 B is 2 Q4_Kx16 blocks, the default's distance: its 1.33x is
         # noise between two runs of the same code, so 8192 B (4 blocks) is picked.
         label = "AVX3_DL 8960x1536; Q8_0x16 {q8}, Q4_Kx16 {q4}"
@@ -91,6 +91,22 @@ class BenchAmxTableTest(unittest.TestCase):
             with open(path, encoding="utf-8") as f:
                 self.assertEqual(f.read(), "q4_k=8192\n")
             self.assertIn("Q4_Kx16: 8192 B, geometric mean 1.050×", r.stdout)
+            # On a 2-CPU machine a 16-thread row is oversubscribed: there
+            # 16384 B reads 2x (counted, it would be picked at 1.29x), but
+            # only the 1-thread row counts, where it reads 0.83x.
+            with open(bench, "w", encoding="utf-8") as f:
+                f.write("Run on (2 X 3000 MHz CPU s)\n")
+                for threads in (1, 16):
+                    for bytes_ahead, gbs, q8, q4 in rows + [("16384", 25.0, "16384 B (31 blocks)",
+                                                             "16384 B (8 blocks)")]:
+                        if threads == 16:
+                            gbs = 60.0 if bytes_ahead == "16384" else 30.0
+                        f.write(f"BM_Q4_Kx16Decode/prefetch:{bytes_ahead}/shape:0/threads:{threads}/min_time:0.200"
+                                f"/real_time  100 us  100 us  1000 GB/s={gbs}/s " + label.format(q8=q8, q4=q4) + "\n")
+            r = run(bench, "--pick", path)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(path, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "q4_k=8192\n", r.stdout)
 
     def test_no_rows_and_missing_file_are_errors(self):
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
