@@ -22,7 +22,8 @@
 #      picked one, SKIPKV_DECODE_PREFETCH=<the pick>), alternated: which of
 #      ISA path, page size, the interleaved layouts and the prefetch distance
 #      the per-core decode gap of issue 40 (0.41x at 1 thread) follows
-#      (decode never runs on tiles);
+#      (decode never runs on tiles); with a pick, also skipkv's default
+#      against it at 16 threads (DECODE_PF_THREADS), alternated;
 #   6. batched: 16 sequences x 1,024 tokens of context at 16 threads, 32
 #      decode steps, llama.cpp's llama-batched-bench (beside LLAMA_BENCH)
 #      against skipkv (default and SKIPKV_AMX=1), alternated, two rounds per
@@ -233,6 +234,18 @@ if want decode; then
       --jsonl "$out/decode.jsonl" > "$out/decode.md" 2> "$out/decode.err"
     echo "bench_ab.py: exit $?"
     cat "$out/decode.md"
+    # The pick at many threads too (issue 40 target 2 is decode at 16):
+    # skipkv's default against the pick only, alternated.
+    pt=${DECODE_PF_THREADS:-16}
+    if [ -n "$pf" ] && fits "decode prefetch at $pt threads" 60; then
+      say "decode at $pt threads: skipkv default against SKIPKV_DECODE_PREFETCH=$pf"
+      # shellcheck disable=SC2046  # the engine options are meant to split into words
+      timeout $(($(left) - 10)) python3 scripts/bench_ab.py $(sk_e sk) "${pf_e[@]}" \
+        -m "$models/r1q8.gguf" -m "$models/r1q4.gguf" -t "$pt" -p 0 -n 32 -r 1 --rounds 2 \
+        --jsonl "$out/decode_pf.jsonl" > "$out/decode_pf.md" 2> "$out/decode_pf.err"
+      echo "bench_ab.py: exit $?"
+      cat "$out/decode_pf.md"
+    fi
   fi
 fi
 
