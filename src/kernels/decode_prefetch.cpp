@@ -1,6 +1,6 @@
-// The software prefetch distance of the interleaved kernels' one-token tiles
-// (simd_internal.h, DecodePrefetch; the prefetch itself is in
-// matmul_x16-inl.h). Issue 40 asks what llama.cpp does on an Intel Xeon that
+// The software prefetch distance of the decode kernels for Q8_0x16, Q4_Kx16
+// and Q6_K (simd_internal.h, DecodePrefetch; the prefetch itself is in
+// matmul_x16-inl.h and matmul_vnni-inl.h). Issue 40 asks what llama.cpp does on an Intel Xeon that
 // skipkv does not, prefetch distance among the suspects: on Zen 5 a prefetch
 // helped Q4_Kx16 decode and slowed Q8_0x16's (BENCHMARKS.md), so the defaults
 // follow Zen 5, and SKIPKV_DECODE_PREFETCH lets one run on another CPU (and
@@ -41,7 +41,8 @@ bool ParseBytes(std::string_view text, int64_t* bytes, std::string* why) {
 // The setting in force: SKIPKV_DECODE_PREFETCH, read once (a malformed value
 // is reported and ignored, as SKIPKV_SIMD's), unless a test replaced it.
 struct Setting {
-  std::atomic<int64_t> q8_0_bytes{kDefaults.q8_0_bytes}, q4_k_bytes{kDefaults.q4_k_bytes};
+  std::atomic<int64_t> q8_0_bytes{kDefaults.q8_0_bytes}, q4_k_bytes{kDefaults.q4_k_bytes},
+      q6_k_bytes{kDefaults.q6_k_bytes};
   bool from_env = false;
   Setting() {
     const char* env = std::getenv("SKIPKV_DECODE_PREFETCH");
@@ -54,6 +55,7 @@ struct Setting {
     }
     q8_0_bytes = p.q8_0_bytes;
     q4_k_bytes = p.q4_k_bytes;
+    q6_k_bytes = p.q6_k_bytes;
     from_env = true;
   }
 };
@@ -81,11 +83,15 @@ bool ParseDecodePrefetch(std::string_view text, DecodePrefetch* out, std::string
   if (text.find('=') == std::string_view::npos) {
     int64_t bytes = 0;
     if (!ParseBytes(text, &bytes, &reason)) return fail();
-    p.q8_0_bytes = p.q4_k_bytes = bytes;
+    p.q8_0_bytes = p.q4_k_bytes = p.q6_k_bytes = bytes;
     *out = p;
     return true;
   }
-  bool seen_q8 = false, seen_q4 = false;
+  struct Key {
+    const char* name;
+    int64_t* bytes;
+    bool seen;
+  } keys[] = {{"q8_0", &p.q8_0_bytes, false}, {"q4_k", &p.q4_k_bytes, false}, {"q6_k", &p.q6_k_bytes, false}};
   while (!text.empty()) {
     const size_t comma = text.find(',');
     const std::string_view item = text.substr(0, comma);
@@ -96,23 +102,26 @@ bool ParseDecodePrefetch(std::string_view text, DecodePrefetch* out, std::string
     }
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos) {
-      reason = "'" + std::string(item) + "' is not TYPE=BYTES (TYPE q8_0 or q4_k)";
+      reason = "'" + std::string(item) + "' is not TYPE=BYTES (TYPE q8_0, q4_k or q6_k)";
       return fail();
     }
     const std::string_view type = item.substr(0, eq);
     int64_t bytes = 0;
     if (!ParseBytes(item.substr(eq + 1), &bytes, &reason)) return fail();
-    if (type == "q8_0" && !seen_q8) {
-      p.q8_0_bytes = bytes;
-      seen_q8 = true;
-    } else if (type == "q4_k" && !seen_q4) {
-      p.q4_k_bytes = bytes;
-      seen_q4 = true;
-    } else {
-      reason = (type == "q8_0" || type == "q4_k") ? "'" + std::string(type) + "' given twice"
-                                                  : "unknown type '" + std::string(type) + "' (q8_0 or q4_k)";
+    Key* key = nullptr;
+    for (Key& k : keys) {
+      if (type == k.name) key = &k;
+    }
+    if (key == nullptr) {
+      reason = "unknown type '" + std::string(type) + "' (q8_0, q4_k or q6_k)";
       return fail();
     }
+    if (key->seen) {
+      reason = "'" + std::string(type) + "' given twice";
+      return fail();
+    }
+    *key->bytes = bytes;
+    key->seen = true;
   }
   *out = p;
   return true;
@@ -125,6 +134,8 @@ int64_t DecodePrefetchBlocks(DType interleaved) {
       return (s.q8_0_bytes.load(std::memory_order_relaxed) + sizeof(BlockQ8_0x16) - 1) / sizeof(BlockQ8_0x16);
     case DType::kQ4_Kx16:
       return (s.q4_k_bytes.load(std::memory_order_relaxed) + sizeof(BlockQ4_Kx16) - 1) / sizeof(BlockQ4_Kx16);
+    case DType::kQ6_K:
+      return (s.q6_k_bytes.load(std::memory_order_relaxed) + sizeof(BlockQ6_K) - 1) / sizeof(BlockQ6_K);
     default:
       return 0;
   }
@@ -134,6 +145,7 @@ void SetDecodePrefetchForTesting(const DecodePrefetch& p) {
   Setting& s = TheSetting();
   s.q8_0_bytes.store(p.q8_0_bytes, std::memory_order_relaxed);
   s.q4_k_bytes.store(p.q4_k_bytes, std::memory_order_relaxed);
+  s.q6_k_bytes.store(p.q6_k_bytes, std::memory_order_relaxed);
 }
 
 void ResetDecodePrefetchForTesting() {
@@ -146,6 +158,7 @@ std::string DecodePrefetchStatus() {
   const Setting& s = TheSetting();
   return "Q8_0x16 " + Describe(s.q8_0_bytes.load(std::memory_order_relaxed), sizeof(BlockQ8_0x16)) +
          ", Q4_Kx16 " + Describe(s.q4_k_bytes.load(std::memory_order_relaxed), sizeof(BlockQ4_Kx16)) +
+         ", Q6_K " + Describe(s.q6_k_bytes.load(std::memory_order_relaxed), sizeof(BlockQ6_K)) +
          (s.from_env ? " (SKIPKV_DECODE_PREFETCH)" : "");
 }
 

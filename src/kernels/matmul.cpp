@@ -829,6 +829,21 @@ HWY_INLINE void Q6_KRowDot(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_
 #endif
 }
 
+#if SKIPKV_X86_INT8
+// Every line of block b + ahead (ahead > 0; blocks need not be 64-byte
+// aligned, hence the last byte's line too). A prefetch never faults: past the
+// end of the matrix it costs only the instruction. The one-token kernels'
+// distances: DecodePrefetchBlocks (simd_internal.h).
+template <class Block>
+HWY_INLINE void PrefetchBlockAhead(const Block* w, int64_t b, int64_t ahead) {
+  if (ahead <= 0) return;
+  const uintptr_t p = reinterpret_cast<uintptr_t>(w) + static_cast<uintptr_t>(b + ahead) * sizeof(Block);
+  for (uintptr_t l = 0; l < sizeof(Block); l += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(p + sizeof(Block) - 1), _MM_HINT_T0);
+}
+#endif
+
 #include "kernels/matmul_vnni-inl.h"
 #include "kernels/matmul_x16-inl.h"
 
@@ -972,9 +987,10 @@ void RowsInTokenTiles(const MatArgs& a, int64_t r0, int64_t r1) {
 #if SKIPKV_VNNI
     if (a.type == DType::kQ6_K && te - tb == 1) {  // inlined per row: the constants leave the loop
       const auto* y = reinterpret_cast<const BlockQ8_K*>(a.act + static_cast<size_t>(tb) * a.act_row_bytes);
+      const int64_t ahead = DecodePrefetchBlocks(DType::kQ6_K);
       for (; r < re; ++r) {
-        Q6_KRowDotVnni<1>(reinterpret_cast<const BlockQ6_K*>(a.w + static_cast<size_t>(r) * a.w_row_bytes), &y,
-                          a.in / kQK_K, &a.y[tb * a.y_stride + r]);
+        Q6_KRowDotVnni<1>(reinterpret_cast<const BlockQ6_K*>(a.w + static_cast<size_t>(r) * a.w_row_bytes),
+                          &y, a.in / kQK_K, &a.y[tb * a.y_stride + r], ahead);
       }
       return;
     }

@@ -20,31 +20,15 @@
 
 constexpr int kX16Rows = 16;
 
-#if SKIPKV_X86_INT8
-// Every line of block b + ahead (ahead > 0; blocks need not be 64-byte
-// aligned, hence the last byte's line too). A prefetch never faults: past the
-// end of the matrix it costs only the instruction.
-template <class Block>
-HWY_INLINE void PrefetchBlockAhead(const Block* w, int64_t b, int64_t ahead) {
-  if (ahead <= 0) return;
-  const uintptr_t p = reinterpret_cast<uintptr_t>(w) + static_cast<uintptr_t>(b + ahead) * sizeof(Block);
-  for (uintptr_t l = 0; l < sizeof(Block); l += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
-  _mm_prefetch(reinterpret_cast<const char*>(p + sizeof(Block) - 1), _MM_HINT_T0);
-}
-#endif
-// The tiles below take `ahead`, the blocks to prefetch ahead (0: none), from
-// X16Rows. One-token tiles (decode, and a batch's last lone token) read each
-// block once, from memory, and take DecodePrefetchBlocks (simd_internal.h).
-// Q4_Kx16's default there is 2 blocks (4.5 KiB): on Zen 5 the hardware
-// prefetcher fell behind its one-token tiles, one core streaming a cold
-// 8960 x 1536 matrix at 13-19 GB/s (AVX2: 14) against 20-27 (AVX2: 18-19) for
-// the file layout's kernel, although cache-resident the interleaved kernel is
-// twice as fast (perhaps because a block's fields are read out of address
-// order: the top-bit records, then quants and low-bit records by turns, d and
-// dmin last); with the prefetch 27-34 GB/s (AVX2: 27-30; BENCHMARKS.md).
-// Q8_0x16's default is none: read in address order, it kept up without one,
-// and 4-16 blocks ahead were 0.64-0.99x (ninth session).
+// The tiles below take `ahead`, the blocks to prefetch ahead (0: none;
+// PrefetchBlockAhead, matmul.cpp), from X16Rows. One-token tiles (decode, and a batch's last lone token) read
+// each block once, from memory, and take DecodePrefetchBlocks (simd_internal.h). Q4_Kx16's default there is 2
+// blocks (4.5 KiB): on Zen 5 the hardware prefetcher fell behind its one-token tiles, one core streaming a
+// cold 8960 x 1536 matrix at 13-19 GB/s (AVX2: 14) against 20-27 (AVX2: 18-19) for the file layout's kernel,
+// although cache-resident the interleaved kernel is twice as fast (perhaps because a block's fields are read
+// out of address order: the top-bit records, then quants and low-bit records by turns, d and dmin last); with
+// the prefetch 27-34 GB/s (AVX2: 27-30; BENCHMARKS.md). Q8_0x16's default is none: read in address order, it
+// kept up without one, and 4-16 blocks ahead were 0.64-0.99x (ninth session).
 //
 // Batches prefetch on their first pass over a row block's weights only (the
 // first tile of its first token block, X16Rows): later tiles and token

@@ -364,31 +364,35 @@ void SetAmxMinTokensForTesting(int64_t n);
 // X16AmxRows calls since start-up (tests: that the tiles ran at all).
 int64_t X16AmxRowsCalls();
 
-// The software prefetch of the interleaved kernels' one-token tiles (decode,
-// and a batch's last lone token; matmul_x16-inl.h): at the start of weight
-// block b, every line of block b + DecodePrefetchBlocks(type), the distance
-// in bytes rounded up to whole blocks (0 bytes: no prefetch). Defaults from
-// Zen 5 (BENCHMARKS.md, fourth and ninth sessions): Q4_Kx16 2 blocks (4,608
-// bytes: its block's fields are read out of address order and the hardware
+// The software prefetch of the decode kernels for Q8_0x16, Q4_Kx16 (their
+// one-token tiles, also a batch's last lone token; matmul_x16-inl.h) and Q6_K
+// (the AVX-512 VNNI one-token rows; matmul.cpp): at the start of weight block
+// b, every line of block b + DecodePrefetchBlocks(type), the distance in bytes
+// rounded up to whole blocks (0 bytes: no prefetch). Defaults from Zen 5
+// (BENCHMARKS.md, fourth and ninth sessions): Q4_Kx16 2 blocks (4,608 bytes:
+// its block's fields are read out of address order and the hardware
 // prefetcher fell behind), Q8_0x16 none (read in address order, a prefetch
-// slowed it). SKIPKV_DECODE_PREFETCH replaces them for one run, as BYTES (both
-// types) or q8_0=BYTES,q4_k=BYTES (either or both): a measurement switch for
+// slowed it), Q6_K none (never measured to help). SKIPKV_DECODE_PREFETCH
+// replaces them for one run, as BYTES (every type) or
+// q8_0=BYTES,q4_k=BYTES,q6_k=BYTES (any of them): a measurement switch for
 // CPUs whose prefetchers differ (issue 40: the Intel Xeon). Results never
 // change (a prefetch only).
 struct DecodePrefetch {
   int64_t q8_0_bytes = 0;
   int64_t q4_k_bytes = 2 * static_cast<int64_t>(sizeof(BlockQ4_Kx16));
+  int64_t q6_k_bytes = 0;
 };
 inline constexpr int64_t kMaxDecodePrefetchBytes = int64_t{1} << 20;
 // Parses SKIPKV_DECODE_PREFETCH's syntax (types left out keep their
 // defaults); false with the reason on a malformed value.
 bool ParseDecodePrefetch(std::string_view text, DecodePrefetch* out, std::string* why);
-// Blocks ahead for kQ8_0x16 or kQ4_Kx16 (0 for any other type).
+// Blocks ahead for kQ8_0x16, kQ4_Kx16 or kQ6_K (0 for any other type).
 int64_t DecodePrefetchBlocks(DType interleaved);
 // Replaces the setting (tests, bench_amx); Reset: the defaults, not the environment's.
 void SetDecodePrefetchForTesting(const DecodePrefetch& p);
 void ResetDecodePrefetchForTesting();
-// "Q8_0x16 none, Q4_Kx16 4608 B (2 blocks)", with " (SKIPKV_DECODE_PREFETCH)" when set there.
+// "Q8_0x16 none, Q4_Kx16 4608 B (2 blocks), Q6_K none", with " (SKIPKV_DECODE_PREFETCH)"
+// when set there.
 std::string DecodePrefetchStatus();
 
 }  // namespace skipkv::kernels::internal

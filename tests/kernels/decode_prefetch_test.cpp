@@ -1,5 +1,5 @@
-// The decode prefetch switch of the interleaved kernels (SKIPKV_DECODE_PREFETCH,
-// kernels/decode_prefetch.cpp): its syntax, its rounding to whole blocks, and
+// The decode prefetch switch (SKIPKV_DECODE_PREFETCH, kernels/decode_prefetch.cpp:
+// the interleaved Q8_0 and Q4_K kernels and Q6_K's): its syntax, its rounding to whole blocks, and
 // that no distance changes a result on any compiled target (a prefetch only;
 // the kernels' loads must not follow the prefetch pointer).
 #include <gtest/gtest.h>
@@ -31,19 +31,24 @@ TEST(DecodePrefetch, ParsesOneDistanceOrOnePerType) {
   ASSERT_TRUE(ParseDecodePrefetch("4096", &p, &why)) << why;
   EXPECT_EQ(p.q8_0_bytes, 4096);
   EXPECT_EQ(p.q4_k_bytes, 4096);
+  EXPECT_EQ(p.q6_k_bytes, 4096);
   ASSERT_TRUE(ParseDecodePrefetch("0", &p, &why)) << why;
   EXPECT_EQ(p.q8_0_bytes, 0);
   EXPECT_EQ(p.q4_k_bytes, 0);
-  ASSERT_TRUE(ParseDecodePrefetch("q8_0=1024,q4_k=0", &p, &why)) << why;
+  EXPECT_EQ(p.q6_k_bytes, 0);
+  ASSERT_TRUE(ParseDecodePrefetch("q8_0=1024,q4_k=0,q6_k=840", &p, &why)) << why;
   EXPECT_EQ(p.q8_0_bytes, 1024);
   EXPECT_EQ(p.q4_k_bytes, 0);
-  // A type left out keeps its default: Q8_0x16 none, Q4_Kx16 two 2,304-byte blocks.
+  EXPECT_EQ(p.q6_k_bytes, 840);
+  // A type left out keeps its default: Q8_0x16 none, Q4_Kx16 two 2,304-byte blocks, Q6_K none.
   ASSERT_TRUE(ParseDecodePrefetch("q8_0=2048", &p, &why)) << why;
   EXPECT_EQ(p.q8_0_bytes, 2048);
   EXPECT_EQ(p.q4_k_bytes, 4608);
-  ASSERT_TRUE(ParseDecodePrefetch("q4_k=9216", &p, &why)) << why;
+  EXPECT_EQ(p.q6_k_bytes, 0);
+  ASSERT_TRUE(ParseDecodePrefetch("q6_k=2100,q4_k=9216", &p, &why)) << why;
   EXPECT_EQ(p.q8_0_bytes, 0);
   EXPECT_EQ(p.q4_k_bytes, 9216);
+  EXPECT_EQ(p.q6_k_bytes, 2100);
   ASSERT_TRUE(ParseDecodePrefetch("1048576", &p, &why)) << why;
 }
 
@@ -57,20 +62,22 @@ TEST(DecodePrefetch, RejectsMalformedValuesWithTheReason) {
       {"-5", "'-5' is not a byte count"},
       {"4k", "'4k' is not a byte count"},
       {"1048577", "beyond the largest distance, 1048576"},
-      {"q5_0=64", "unknown type 'q5_0'"},
+      {"q5_0=64", "unknown type 'q5_0' (q8_0, q4_k or q6_k)"},
       {"q8_0=", "'' is not a byte count"},
       {"q8_0=64,", "trailing ','"},
       {"q8_0=64,q8_0=128", "'q8_0' given twice"},
+      {"q6_k=0,q4_k=1,q6_k=2", "'q6_k' given twice"},
       {"q8_0=64,q4_k", "'q4_k' is not TYPE=BYTES"},
   };
   for (const auto& b : bad) {
     SCOPED_TRACE(b.text);
-    DecodePrefetch p{123, 456};
+    DecodePrefetch p{123, 456, 789};
     std::string why;
     EXPECT_FALSE(ParseDecodePrefetch(b.text, &p, &why));
     EXPECT_NE(why.find(b.reason), std::string::npos) << why;
     EXPECT_EQ(p.q8_0_bytes, 123) << "a rejected value leaves the output as it was";
     EXPECT_EQ(p.q4_k_bytes, 456);
+    EXPECT_EQ(p.q6_k_bytes, 789);
   }
 }
 
@@ -79,28 +86,34 @@ TEST(DecodePrefetch, RoundsUpToWholeBlocksAndSaysWhatIsInForce) {
   kernels::internal::ResetDecodePrefetchForTesting();
   EXPECT_EQ(DecodePrefetchBlocks(DType::kQ8_0x16), 0);
   EXPECT_EQ(DecodePrefetchBlocks(DType::kQ4_Kx16), 2);
-  EXPECT_EQ(kernels::DecodePrefetchStatus(), "Q8_0x16 none, Q4_Kx16 4608 B (2 blocks)");
-  kernels::internal::SetDecodePrefetchForTesting({1, 2305});  // blocks: 544 and 2,304 bytes
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ6_K), 0);
+  EXPECT_EQ(kernels::DecodePrefetchStatus(), "Q8_0x16 none, Q4_Kx16 4608 B (2 blocks), Q6_K none");
+  kernels::internal::SetDecodePrefetchForTesting({1, 2305, 420});  // blocks: 544, 2,304 and 210 bytes
   EXPECT_EQ(DecodePrefetchBlocks(DType::kQ8_0x16), 1);
   EXPECT_EQ(DecodePrefetchBlocks(DType::kQ4_Kx16), 2);
-  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ8_0), 0) << "the file layouts take no setting";
-  EXPECT_EQ(kernels::DecodePrefetchStatus(), "Q8_0x16 1 B (1 block), Q4_Kx16 2305 B (2 blocks)");
-  kernels::internal::SetDecodePrefetchForTesting({545, 0});
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ6_K), 2);
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ8_0), 0) << "the other file layouts take no setting";
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ4_K), 0);
+  EXPECT_EQ(kernels::DecodePrefetchStatus(),
+            "Q8_0x16 1 B (1 block), Q4_Kx16 2305 B (2 blocks), Q6_K 420 B (2 blocks)");
+  kernels::internal::SetDecodePrefetchForTesting({545, 0, 421});
   EXPECT_EQ(DecodePrefetchBlocks(DType::kQ8_0x16), 2);
   EXPECT_EQ(DecodePrefetchBlocks(DType::kQ4_Kx16), 0);
-  EXPECT_EQ(kernels::DecodePrefetchStatus(), "Q8_0x16 545 B (2 blocks), Q4_Kx16 none");
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ6_K), 3);
+  EXPECT_EQ(kernels::DecodePrefetchStatus(), "Q8_0x16 545 B (2 blocks), Q4_Kx16 none, Q6_K 421 B (3 blocks)");
 }
 
 // Decode (1 token) and a batch ending in a lone token (5 = a 4-token tile and
-// a 1-token one), 1 and 2 threads, on every compiled target: the same bits
-// with the prefetch off, one block ahead, far ahead, and at the largest
+// a 1-token one), 1 and 2 threads, on every compiled target, for Q8_0x16,
+// Q4_Kx16 and Q6_K (whose one-token rows prefetch on AVX-512 VNNI): the same
+// bits with the prefetch off, one block ahead, far ahead, and at the largest
 // distance (most prefetches past the end of the matrix, which never fault).
 class DecodePrefetchTargets : public testing::SimdTargetTest {};
 
 TEST_P(DecodePrefetchTargets, NoDistanceChangesAResult) {
   ResetPrefetch reset;
   const int64_t in = 1536, rows = 48;
-  for (const DType type : {DType::kQ8_0x16, DType::kQ4_Kx16}) {
+  for (const DType type : {DType::kQ8_0x16, DType::kQ4_Kx16, DType::kQ6_K}) {
     const testing::Weights w = testing::MakeWeights(type, in, rows, 91);
     for (const int64_t n : {1, 5}) {
       std::mt19937 rng(92);
@@ -116,7 +129,7 @@ TEST_P(DecodePrefetchTargets, NoDistanceChangesAResult) {
         kernels::MatMul(w.view, x.data(), n, want.data(), pool);
         for (const int64_t bytes :
              {int64_t{0}, int64_t{1}, int64_t{8192}, kernels::internal::kMaxDecodePrefetchBytes}) {
-          kernels::internal::SetDecodePrefetchForTesting({bytes, bytes});
+          kernels::internal::SetDecodePrefetchForTesting({bytes, bytes, bytes});
           std::vector<float> y(want.size(), -1.f);
           kernels::MatMul(w.view, x.data(), n, y.data(), pool);
           EXPECT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * sizeof(float)))
