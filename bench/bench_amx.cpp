@@ -17,9 +17,11 @@
 //                 below it: whether Q4_K batched decode should take them.
 // Counter GMAC/s. Args: amx (0 off, 1 on), shape index, threads. Without AMX
 // the amx = 1 runs are skipped with the reason.
-//   BM_Q8_0x16Decode, BM_Q4_Kx16Decode  one token (decode never runs on the
-//                 tiles), weights from DRAM as above, with the one-token
-//                 tiles' software prefetch at several distances
+//   BM_Q8_0x16Decode, BM_Q4_Kx16Decode, BM_Q6_KDecode  one token (decode
+//                 never runs on the tiles; Q6_K, which Q4_K_M files hold
+//                 beside Q4_K, stays in the file's layout), weights from DRAM
+//                 as above, with the decode kernels' software prefetch at
+//                 several distances
 //                 (internal::SetDecodePrefetchForTesting; the runs' switch is
 //                 SKIPKV_DECODE_PREFETCH): whether the CPU's hardware
 //                 prefetcher keeps up without one. Counter GB/s (weight bytes
@@ -147,7 +149,7 @@ void BM_Q4_Kx16Batch16Tiles(benchmark::State& state) {
 void RunDecode(benchmark::State& state, DType type) {
   const int64_t bytes = state.range(0);
   if (bytes >= 0) {
-    kernels::internal::SetDecodePrefetchForTesting({bytes, bytes});
+    kernels::internal::SetDecodePrefetchForTesting({bytes, bytes, bytes});
   } else {
     kernels::internal::ResetDecodePrefetchForTesting();
   }
@@ -161,6 +163,7 @@ void RunDecode(benchmark::State& state, DType type) {
 }
 void BM_Q8_0x16Decode(benchmark::State& state) { RunDecode(state, DType::kQ8_0x16); }
 void BM_Q4_Kx16Decode(benchmark::State& state) { RunDecode(state, DType::kQ4_Kx16); }
+void BM_Q6_KDecode(benchmark::State& state) { RunDecode(state, DType::kQ6_K); }
 
 void DecodeArgs(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 4, 16}) {
@@ -189,6 +192,7 @@ BENCHMARK(BM_Q4_Kx16Batch64)->Apply(Common)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q4_Kx16Batch16Tiles)->Apply(Common)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q8_0x16Decode)->Apply(DecodeArgs)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q4_Kx16Decode)->Apply(DecodeArgs)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Q6_KDecode)->Apply(DecodeArgs)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace skipkv
