@@ -1,14 +1,15 @@
 // The software prefetch distance of the decode kernels for Q8_0x16, Q4_Kx16
-// and Q6_K (simd_internal.h, DecodePrefetch; the prefetch itself is in
-// matmul_x16-inl.h and matmul_vnni-inl.h). Issue 40 asks what llama.cpp does on an Intel Xeon that
-// skipkv does not, prefetch distance among the suspects: on Zen 5 a prefetch
-// helped Q4_Kx16 decode and slowed Q8_0x16's (BENCHMARKS.md), so the defaults
-// follow Zen 5, and SKIPKV_DECODE_PREFETCH lets one run on another CPU (and
-// bench_amx, through SetDecodePrefetchForTesting) sweep the distance without
-// a rebuild.
+// and Q6_K (simd_internal.h, DecodePrefetch; the prefetch itself is
+// PrefetchBlockAhead in matmul.cpp). Issue 40 asks what llama.cpp does on an
+// Intel Xeon that skipkv does not, prefetch distance among the suspects: on
+// Zen 5 a prefetch helped Q4_Kx16 decode and slowed Q8_0x16's
+// (BENCHMARKS.md), so the defaults follow Zen 5, and SKIPKV_DECODE_PREFETCH
+// lets one run on another CPU (and bench_amx, through
+// SetDecodePrefetchForTesting) sweep the distance without a rebuild.
 #include <atomic>
 #include <charconv>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,24 @@ namespace skipkv::kernels::internal {
 namespace {
 
 constexpr DecodePrefetch kDefaults{};
+
+// The types the setting covers: SKIPKV_DECODE_PREFETCH's key, the name the
+// status shows, the weight type, its block's bytes and DecodePrefetch's field.
+struct TypeInfo {
+  const char* key;
+  const char* label;
+  DType type;
+  int64_t block_bytes;
+  int64_t DecodePrefetch::*bytes;
+};
+constexpr TypeInfo kTypes[] = {
+    {"q8_0", "Q8_0x16", DType::kQ8_0x16, sizeof(BlockQ8_0x16), &DecodePrefetch::q8_0_bytes},
+    {"q4_k", "Q4_Kx16", DType::kQ4_Kx16, sizeof(BlockQ4_Kx16), &DecodePrefetch::q4_k_bytes},
+    {"q6_k", "Q6_K", DType::kQ6_K, sizeof(BlockQ6_K), &DecodePrefetch::q6_k_bytes},
+};
+constexpr size_t kNumTypes = std::size(kTypes);
+
+int64_t WholeBlocks(int64_t bytes, int64_t block_bytes) { return (bytes + block_bytes - 1) / block_bytes; }
 
 // ParseDecodePrefetch's value of one "BYTES": digits only, at most
 // kMaxDecodePrefetchBytes.
@@ -38,13 +57,17 @@ bool ParseBytes(std::string_view text, int64_t* bytes, std::string* why) {
   return true;
 }
 
-// The setting in force: SKIPKV_DECODE_PREFETCH, read once (a malformed value
-// is reported and ignored, as SKIPKV_SIMD's), unless a test replaced it.
+// The setting in force, bytes per kTypes entry: SKIPKV_DECODE_PREFETCH, read
+// once (a malformed value is reported and ignored, as SKIPKV_SIMD's), unless
+// a test replaced it.
 struct Setting {
-  std::atomic<int64_t> q8_0_bytes{kDefaults.q8_0_bytes}, q4_k_bytes{kDefaults.q4_k_bytes},
-      q6_k_bytes{kDefaults.q6_k_bytes};
+  std::atomic<int64_t> bytes[kNumTypes];
   bool from_env = false;
+  void Store(const DecodePrefetch& p) {
+    for (size_t i = 0; i < kNumTypes; ++i) bytes[i].store(p.*kTypes[i].bytes, std::memory_order_relaxed);
+  }
   Setting() {
+    Store(kDefaults);
     const char* env = std::getenv("SKIPKV_DECODE_PREFETCH");
     if (env == nullptr || *env == '\0') return;
     DecodePrefetch p;
@@ -53,9 +76,7 @@ struct Setting {
       SKIPKV_LOG_WARN("SKIPKV_DECODE_PREFETCH=%s ignored: %s", env, why.c_str());
       return;
     }
-    q8_0_bytes = p.q8_0_bytes;
-    q4_k_bytes = p.q4_k_bytes;
-    q6_k_bytes = p.q6_k_bytes;
+    Store(p);
     from_env = true;
   }
 };
@@ -63,12 +84,6 @@ struct Setting {
 Setting& TheSetting() {
   static Setting s;
   return s;
-}
-
-std::string Describe(int64_t bytes, size_t block_bytes) {
-  if (bytes == 0) return "none";
-  const int64_t blocks = (bytes + static_cast<int64_t>(block_bytes) - 1) / static_cast<int64_t>(block_bytes);
-  return std::to_string(bytes) + " B (" + std::to_string(blocks) + (blocks == 1 ? " block)" : " blocks)");
 }
 
 }  // namespace
@@ -83,15 +98,11 @@ bool ParseDecodePrefetch(std::string_view text, DecodePrefetch* out, std::string
   if (text.find('=') == std::string_view::npos) {
     int64_t bytes = 0;
     if (!ParseBytes(text, &bytes, &reason)) return fail();
-    p.q8_0_bytes = p.q4_k_bytes = p.q6_k_bytes = bytes;
+    for (const TypeInfo& t : kTypes) p.*t.bytes = bytes;
     *out = p;
     return true;
   }
-  struct Key {
-    const char* name;
-    int64_t* bytes;
-    bool seen;
-  } keys[] = {{"q8_0", &p.q8_0_bytes, false}, {"q4_k", &p.q4_k_bytes, false}, {"q6_k", &p.q6_k_bytes, false}};
+  bool seen[kNumTypes] = {};
   while (!text.empty()) {
     const size_t comma = text.find(',');
     const std::string_view item = text.substr(0, comma);
@@ -108,58 +119,52 @@ bool ParseDecodePrefetch(std::string_view text, DecodePrefetch* out, std::string
     const std::string_view type = item.substr(0, eq);
     int64_t bytes = 0;
     if (!ParseBytes(item.substr(eq + 1), &bytes, &reason)) return fail();
-    Key* key = nullptr;
-    for (Key& k : keys) {
-      if (type == k.name) key = &k;
-    }
-    if (key == nullptr) {
+    size_t i = 0;
+    while (i < kNumTypes && type != kTypes[i].key) ++i;
+    if (i == kNumTypes) {
       reason = "unknown type '" + std::string(type) + "' (q8_0, q4_k or q6_k)";
       return fail();
     }
-    if (key->seen) {
+    if (seen[i]) {
       reason = "'" + std::string(type) + "' given twice";
       return fail();
     }
-    *key->bytes = bytes;
-    key->seen = true;
+    p.*kTypes[i].bytes = bytes;
+    seen[i] = true;
   }
   *out = p;
   return true;
 }
 
-int64_t DecodePrefetchBlocks(DType interleaved) {
+int64_t DecodePrefetchBlocks(DType type) {
   const Setting& s = TheSetting();
-  switch (interleaved) {
-    case DType::kQ8_0x16:
-      return (s.q8_0_bytes.load(std::memory_order_relaxed) + sizeof(BlockQ8_0x16) - 1) / sizeof(BlockQ8_0x16);
-    case DType::kQ4_Kx16:
-      return (s.q4_k_bytes.load(std::memory_order_relaxed) + sizeof(BlockQ4_Kx16) - 1) / sizeof(BlockQ4_Kx16);
-    case DType::kQ6_K:
-      return (s.q6_k_bytes.load(std::memory_order_relaxed) + sizeof(BlockQ6_K) - 1) / sizeof(BlockQ6_K);
-    default:
-      return 0;
+  for (size_t i = 0; i < kNumTypes; ++i) {
+    if (kTypes[i].type == type)
+      return WholeBlocks(s.bytes[i].load(std::memory_order_relaxed), kTypes[i].block_bytes);
   }
+  return 0;
 }
 
-void SetDecodePrefetchForTesting(const DecodePrefetch& p) {
-  Setting& s = TheSetting();
-  s.q8_0_bytes.store(p.q8_0_bytes, std::memory_order_relaxed);
-  s.q4_k_bytes.store(p.q4_k_bytes, std::memory_order_relaxed);
-  s.q6_k_bytes.store(p.q6_k_bytes, std::memory_order_relaxed);
-}
+void SetDecodePrefetchForTesting(const DecodePrefetch& p) { TheSetting().Store(p); }
 
 void ResetDecodePrefetchForTesting() {
   Setting& s = TheSetting();
   s.from_env = false;
-  SetDecodePrefetchForTesting(kDefaults);
+  s.Store(kDefaults);
 }
 
 std::string DecodePrefetchStatus() {
   const Setting& s = TheSetting();
-  return "Q8_0x16 " + Describe(s.q8_0_bytes.load(std::memory_order_relaxed), sizeof(BlockQ8_0x16)) +
-         ", Q4_Kx16 " + Describe(s.q4_k_bytes.load(std::memory_order_relaxed), sizeof(BlockQ4_Kx16)) +
-         ", Q6_K " + Describe(s.q6_k_bytes.load(std::memory_order_relaxed), sizeof(BlockQ6_K)) +
-         (s.from_env ? " (SKIPKV_DECODE_PREFETCH)" : "");
+  std::string out;
+  for (size_t i = 0; i < kNumTypes; ++i) {
+    const int64_t bytes = s.bytes[i].load(std::memory_order_relaxed);
+    const int64_t blocks = WholeBlocks(bytes, kTypes[i].block_bytes);
+    out += std::string(i ? ", " : "") + kTypes[i].label + " " +
+           (bytes == 0 ? "none"
+                       : std::to_string(bytes) + " B (" + std::to_string(blocks) +
+                             (blocks == 1 ? " block)" : " blocks)"));
+  }
+  return out + (s.from_env ? " (SKIPKV_DECODE_PREFETCH)" : "");
 }
 
 }  // namespace skipkv::kernels::internal

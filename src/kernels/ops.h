@@ -141,9 +141,11 @@ bool Bf16DotProducts();
 // Linux grants the tile state and the dispatch runs AVX3_DL
 // (kernels/amx_x86.cpp; opt-in until measured on an AMX machine).
 std::string AmxStatus();
-// The weight prefetch distance of the interleaved kernels' decode tiles, e.g.
-// "Q8_0x16 none, Q4_Kx16 4608 B (2 blocks)"; SKIPKV_DECODE_PREFETCH=BYTES or
-// q8_0=BYTES,q4_k=BYTES replaces the defaults (kernels/decode_prefetch.cpp).
+// The weight prefetch distances of the decode kernels for the interleaved
+// Q8_0 and Q4_K weights and for Q6_K, e.g. "Q8_0x16 none, Q4_Kx16 4608 B
+// (2 blocks), Q6_K none"; SKIPKV_DECODE_PREFETCH=BYTES or
+// q8_0=BYTES,q4_k=BYTES,q6_k=BYTES replaces the defaults
+// (kernels/decode_prefetch.cpp).
 std::string DecodePrefetchStatus();
 // Whether Q4_K and Q8_0 weight matrices should be interleaved in groups of 16
 // rows (DType::kQ4_Kx16, kQ8_0x16; tensor/interleaved.h) before they reach

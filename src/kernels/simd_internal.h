@@ -387,7 +387,7 @@ inline constexpr int64_t kMaxDecodePrefetchBytes = int64_t{1} << 20;
 // defaults); false with the reason on a malformed value.
 bool ParseDecodePrefetch(std::string_view text, DecodePrefetch* out, std::string* why);
 // Blocks ahead for kQ8_0x16, kQ4_Kx16 or kQ6_K (0 for any other type).
-int64_t DecodePrefetchBlocks(DType interleaved);
+int64_t DecodePrefetchBlocks(DType type);
 // Replaces the setting (tests, bench_amx); Reset: the defaults, not the environment's.
 void SetDecodePrefetchForTesting(const DecodePrefetch& p);
 void ResetDecodePrefetchForTesting();

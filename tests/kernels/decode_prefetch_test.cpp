@@ -26,30 +26,27 @@ struct ResetPrefetch {
 };
 
 TEST(DecodePrefetch, ParsesOneDistanceOrOnePerType) {
-  DecodePrefetch p;
-  std::string why;
-  ASSERT_TRUE(ParseDecodePrefetch("4096", &p, &why)) << why;
-  EXPECT_EQ(p.q8_0_bytes, 4096);
-  EXPECT_EQ(p.q4_k_bytes, 4096);
-  EXPECT_EQ(p.q6_k_bytes, 4096);
-  ASSERT_TRUE(ParseDecodePrefetch("0", &p, &why)) << why;
-  EXPECT_EQ(p.q8_0_bytes, 0);
-  EXPECT_EQ(p.q4_k_bytes, 0);
-  EXPECT_EQ(p.q6_k_bytes, 0);
-  ASSERT_TRUE(ParseDecodePrefetch("q8_0=1024,q4_k=0,q6_k=840", &p, &why)) << why;
-  EXPECT_EQ(p.q8_0_bytes, 1024);
-  EXPECT_EQ(p.q4_k_bytes, 0);
-  EXPECT_EQ(p.q6_k_bytes, 840);
   // A type left out keeps its default: Q8_0x16 none, Q4_Kx16 two 2,304-byte blocks, Q6_K none.
-  ASSERT_TRUE(ParseDecodePrefetch("q8_0=2048", &p, &why)) << why;
-  EXPECT_EQ(p.q8_0_bytes, 2048);
-  EXPECT_EQ(p.q4_k_bytes, 4608);
-  EXPECT_EQ(p.q6_k_bytes, 0);
-  ASSERT_TRUE(ParseDecodePrefetch("q6_k=2100,q4_k=9216", &p, &why)) << why;
-  EXPECT_EQ(p.q8_0_bytes, 0);
-  EXPECT_EQ(p.q4_k_bytes, 9216);
-  EXPECT_EQ(p.q6_k_bytes, 2100);
-  ASSERT_TRUE(ParseDecodePrefetch("1048576", &p, &why)) << why;
+  const struct {
+    const char* text;
+    int64_t q8_0, q4_k, q6_k;
+  } good[] = {
+      {"4096", 4096, 4096, 4096},
+      {"0", 0, 0, 0},
+      {"1048576", 1 << 20, 1 << 20, 1 << 20},
+      {"q8_0=1024,q4_k=0,q6_k=840", 1024, 0, 840},
+      {"q8_0=2048", 2048, 4608, 0},
+      {"q6_k=2100,q4_k=9216", 0, 9216, 2100},
+  };
+  for (const auto& g : good) {
+    SCOPED_TRACE(g.text);
+    DecodePrefetch p{-1, -1, -1};
+    std::string why;
+    ASSERT_TRUE(ParseDecodePrefetch(g.text, &p, &why)) << why;
+    EXPECT_EQ(p.q8_0_bytes, g.q8_0);
+    EXPECT_EQ(p.q4_k_bytes, g.q4_k);
+    EXPECT_EQ(p.q6_k_bytes, g.q6_k);
+  }
 }
 
 TEST(DecodePrefetch, RejectsMalformedValuesWithTheReason) {
