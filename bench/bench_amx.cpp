@@ -1,25 +1,26 @@
-// Interleaved Q8_0 and Q4_K products (DType::kQ8_0x16, kQ4_Kx16: the engine's
-// layout for weights read into memory) with the AMX tiles on and off, in one
+// Interleaved Q8_0, Q4_K and Q6_K products (DType::kQ8_0x16, kQ4_Kx16,
+// kQ6_Kx16: the engine's layout for weights read into memory) with the AMX tiles on and off, in one
 // process (issue 40): the engine's kernels::MatMul on the
 // R1-Distill-Qwen-1.5B shapes at several thread counts, AMX tiles
 // (matmul_amx_x16_x86.cpp, where the CPU and Linux allow them) against the
 // interleaved AVX-512 VNNI kernels (internal::SetAmxModeForTesting(kOff)),
 // the same results bit for bit.
-//   BM_Q8_0x16Batch, BM_Q4_Kx16Batch      prefill: n = 512 tokens.
+//   BM_Q8_0x16Batch, BM_Q4_Kx16Batch, BM_Q6_Kx16Batch  prefill: n = 512 tokens
+//                 (Q6_K: the ffn_down, attn_v and output of Q4_K_M files in part).
 //   BM_Q8_0x16Batch16, BM_Q4_Kx16Batch16  16 tokens (a batched decode step),
 //                 weights rotated over copies totalling >= 512 MiB so they
 //                 stream from DRAM.
-//   BM_Q4_Kx16Batch64  64 tokens, weights from DRAM as above: the smallest
-//                 Q4_K batch on tiles (AmxMinTokens), where the tiles' own
-//                 unpacking of the weights costs the most.
+//   BM_Q4_Kx16Batch64, BM_Q6_Kx16Batch64  64 tokens, weights from DRAM as
+//                 above: the smallest Q4_K / Q6_K batch on tiles (AmxMinTokens),
+//                 where the tiles' own unpacking of the weights costs the most.
 //   BM_Q4_Kx16Batch16Tiles  16 tokens from DRAM with the threshold lowered
 //                 (SetAmxMinTokensForTesting), so that amx:1 runs the tiles
 //                 below it: whether Q4_K batched decode should take them.
 // Counter GMAC/s. Args: amx (0 off, 1 on), shape index, threads. Without AMX
 // the amx = 1 runs are skipped with the reason.
-//   BM_Q8_0x16Decode, BM_Q4_Kx16Decode, BM_Q6_KDecode  one token (decode
+//   BM_Q8_0x16Decode, BM_Q4_Kx16Decode, BM_Q6_Kx16Decode  one token (decode
 //                 never runs on the tiles; Q6_K, which Q4_K_M files hold
-//                 beside Q4_K, stays in the file's layout), weights from DRAM
+//                 beside Q4_K, has no tile kernel), weights from DRAM
 //                 as above, with the decode kernels' software prefetch at
 //                 several distances
 //                 (internal::SetDecodePrefetchForTesting; the runs' switch is
@@ -137,9 +138,11 @@ void Run(benchmark::State& state, DType type, int64_t n, size_t min_total_bytes,
 
 void BM_Q8_0x16Batch(benchmark::State& state) { Run(state, DType::kQ8_0x16, 512, 0); }
 void BM_Q4_Kx16Batch(benchmark::State& state) { Run(state, DType::kQ4_Kx16, 512, 0); }
+void BM_Q6_Kx16Batch(benchmark::State& state) { Run(state, DType::kQ6_Kx16, 512, 0); }
 void BM_Q8_0x16Batch16(benchmark::State& state) { Run(state, DType::kQ8_0x16, 16, size_t{512} << 20); }
 void BM_Q4_Kx16Batch16(benchmark::State& state) { Run(state, DType::kQ4_Kx16, 16, size_t{512} << 20); }
 void BM_Q4_Kx16Batch64(benchmark::State& state) { Run(state, DType::kQ4_Kx16, 64, size_t{512} << 20); }
+void BM_Q6_Kx16Batch64(benchmark::State& state) { Run(state, DType::kQ6_Kx16, 64, size_t{512} << 20); }
 void BM_Q4_Kx16Batch16Tiles(benchmark::State& state) {
   Run(state, DType::kQ4_Kx16, 16, size_t{512} << 20, 16);
 }
@@ -163,7 +166,7 @@ void RunDecode(benchmark::State& state, DType type) {
 }
 void BM_Q8_0x16Decode(benchmark::State& state) { RunDecode(state, DType::kQ8_0x16); }
 void BM_Q4_Kx16Decode(benchmark::State& state) { RunDecode(state, DType::kQ4_Kx16); }
-void BM_Q6_KDecode(benchmark::State& state) { RunDecode(state, DType::kQ6_K); }
+void BM_Q6_Kx16Decode(benchmark::State& state) { RunDecode(state, DType::kQ6_Kx16); }
 
 void DecodeArgs(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 4, 16}) {
@@ -186,13 +189,15 @@ void Common(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_Q8_0x16Batch)->Apply(Common)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Q4_Kx16Batch)->Apply(Common)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Q6_Kx16Batch)->Apply(Common)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Q8_0x16Batch16)->Apply(Common)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q4_Kx16Batch16)->Apply(Common)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q4_Kx16Batch64)->Apply(Common)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Q6_Kx16Batch64)->Apply(Common)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q4_Kx16Batch16Tiles)->Apply(Common)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q8_0x16Decode)->Apply(DecodeArgs)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q4_Kx16Decode)->Apply(DecodeArgs)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_Q6_KDecode)->Apply(DecodeArgs)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Q6_Kx16Decode)->Apply(DecodeArgs)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace skipkv

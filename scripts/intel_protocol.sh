@@ -7,8 +7,8 @@
 #      and Linux allow it);
 #   2. random-weight r1-qwen-1.5b Q8_0 and Q4_K_M files (`skipkv make-model`),
 #      kept in MODELS_DIR for the next call (only made when a step reads them);
-#   3. bench_amx: interleaved Q8_0 and Q4_K products (512 and 16 tokens; Q4_K
-#      also at 64, and at 16 with the tiles' threshold lowered) with AMX off
+#   3. bench_amx: interleaved Q8_0, Q4_K and Q6_K products (512 and 16 tokens;
+#      Q4_K and Q6_K also at 64, Q4_K at 16 with the tiles' threshold lowered) with AMX off
 #      and on, 1/4/16 threads, as a table of on / off, and decode with the
 #      weights prefetched 0-16 KiB ahead as a second table
 #      (scripts/bench_amx_table.py), whose --pick rule writes the distance

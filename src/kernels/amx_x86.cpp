@@ -34,7 +34,7 @@ std::atomic<int64_t> g_min_tokens_for_testing{0};  // 0: the defaults
 int64_t AmxMinTokens(DType t) {
   const int64_t forced = g_min_tokens_for_testing.load(std::memory_order_relaxed);
   if (forced > 0) return forced;
-  return t == DType::kQ4_Kx16 ? 64 : 8;
+  return t == DType::kQ8_0x16 ? 8 : 64;
 }
 
 void SetAmxMinTokensForTesting(int64_t n) {
@@ -120,7 +120,7 @@ void ResetAmxModeForTesting() { g_forced_mode.store(-1, std::memory_order_relaxe
 std::string AmxStatus() {
   switch (AmxTileMode()) {
     case AmxMode::kTiles:
-      return "on (batches of interleaved Q8_0, Q4_K weights)";
+      return "on (batches of interleaved Q8_0, Q4_K, Q6_K weights)";
     case AmxMode::kSoftware:
       return "software tiles (testing)";
     case AmxMode::kOff:

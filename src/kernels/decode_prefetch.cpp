@@ -1,5 +1,5 @@
 // The software prefetch distance of the decode kernels for Q8_0x16, Q4_Kx16
-// and Q6_K (simd_internal.h, DecodePrefetch; the prefetch itself is
+// and Q6_Kx16 (simd_internal.h, DecodePrefetch; the prefetch itself is
 // PrefetchBlockAhead in matmul.cpp). Issue 40 asks what llama.cpp does on an
 // Intel Xeon that skipkv does not, prefetch distance among the suspects: on
 // Zen 5 a prefetch helped Q4_Kx16 decode and slowed Q8_0x16's
@@ -33,7 +33,7 @@ struct TypeInfo {
 constexpr TypeInfo kTypes[] = {
     {"q8_0", "Q8_0x16", DType::kQ8_0x16, sizeof(BlockQ8_0x16), &DecodePrefetch::q8_0_bytes},
     {"q4_k", "Q4_Kx16", DType::kQ4_Kx16, sizeof(BlockQ4_Kx16), &DecodePrefetch::q4_k_bytes},
-    {"q6_k", "Q6_K", DType::kQ6_K, sizeof(BlockQ6_K), &DecodePrefetch::q6_k_bytes},
+    {"q6_k", "Q6_Kx16", DType::kQ6_Kx16, sizeof(BlockQ6_Kx16), &DecodePrefetch::q6_k_bytes},
 };
 constexpr size_t kNumTypes = std::size(kTypes);
 

@@ -987,10 +987,9 @@ void RowsInTokenTiles(const MatArgs& a, int64_t r0, int64_t r1) {
 #if SKIPKV_VNNI
     if (a.type == DType::kQ6_K && te - tb == 1) {  // inlined per row: the constants leave the loop
       const auto* y = reinterpret_cast<const BlockQ8_K*>(a.act + static_cast<size_t>(tb) * a.act_row_bytes);
-      const int64_t ahead = DecodePrefetchBlocks(DType::kQ6_K);
       for (; r < re; ++r) {
         Q6_KRowDotVnni<1>(reinterpret_cast<const BlockQ6_K*>(a.w + static_cast<size_t>(r) * a.w_row_bytes),
-                          &y, a.in / kQK_K, &a.y[tb * a.y_stride + r], ahead);
+                          &y, a.in / kQK_K, &a.y[tb * a.y_stride + r]);
       }
       return;
     }
@@ -1014,6 +1013,8 @@ void MatRowsT(const MatArgs& a, int64_t r0, int64_t r1) {
     case DType::kBF16: return FloatRows<Bf16Tag>(a, r0, r1);
     case DType::kQ4_Kx16: return X16Rows<Q4_Kx16Kind>(a, r0, r1);
     case DType::kQ8_0x16: return X16Rows<Q8_0x16Kind>(a, r0, r1);
+    case DType::kQ6_Kx16:
+      return X16Rows<Q6_Kx16Kind>(a, r0, r1);
 #if SKIPKV_VNNI
     case DType::kQ8_0: return Int8RowsVnni<Q8_0Vnni>(a, r0, r1);
     case DType::kQ4_0: return Int8RowsVnni<Q4_0Vnni>(a, r0, r1);

@@ -1,5 +1,5 @@
-// Batches of interleaved Q8_0 and Q4_K weights (DType::kQ8_0x16, kQ4_Kx16) on
-// Intel AMX tiles, computing the interleaved layouts' own formulation
+// Batches of interleaved Q8_0, Q4_K and Q6_K weights (DType::kQ8_0x16,
+// kQ4_Kx16, kQ6_Kx16) on Intel AMX tiles, computing the interleaved layouts' own formulation
 // (matmul_x16-inl.h) so that the results are those of the AVX-512 VNNI, AVX2
 // and scalar interleaved kernels bit for bit: turning AMX on changes no output,
 // and decode (one token, always the VNNI kernel) equals a batch token.
@@ -13,7 +13,12 @@
 // is one token's 16 rows, the int32 lanes of the VNNI kernel. A Q4_Kx16
 // superblock's nibbles become eight B tiles the same way once unpacked (low
 // nibbles of qs[8 p .. 8 p + 7] = sub-block 2 p, high nibbles = 2 p + 1):
-// nibbles 0..15 are valid signed bytes, so TDPBSSD serves both types.
+// nibbles 0..15 are valid signed bytes, so TDPBSSD serves both types. A
+// Q6_Kx16 superblock becomes sixteen B tiles of 4 x 64 bytes, one per 16-element
+// sub-block, holding q - 32 (signed bytes, -32..31), against A tiles of 16
+// activation bytes (a second tile configuration); llama.cpp's AMX path, the
+// issue's anchor, takes Q6_K too (it is the Q4_K_M files' ffn_down, attn_v
+// and output in part).
 //
 // Weights in the file's layout (mapped, or SKIPKV_REPACK=0) stay off the
 // tiles. An earlier path took that layout with the weights as the A operand:
@@ -29,6 +34,9 @@
 //            m_j[r] * (bsums[2 j] + bsums[2 j + 1]) (exact int32; |sumi| < 2^25);
 //            acc = fma(d_r * y.d, float(sumi), acc);
 //            acc = fma(-(dmin_r * y.d), float(msum), acc).
+//   Q6_Kx16: per superblock b, sumi = sum_j sc_j[r] * C_j, C_j = sum of (q - 32) * y.qs
+//            over sub-block j (exact int32, the VNNI kernel's sum with its bsum
+//            term folded in); acc = fma(d_r * y.d, float(sumi), acc).
 //
 // Q4_K's scales are unpacked as int32 lanes (sumi: eight vpmulld), its mins
 // as int16 pairs and the tokens' sub-block sums paired once per token block
@@ -100,17 +108,25 @@ constexpr TileConfig MakeConfig() {
   for (int b : {kB0, kB1}) cfg.rows[b] = 8, cfg.colsb[b] = 64;
   return cfg;
 }
-// A constant, not a local: GCC's _tile_loadconfig declares only the first 8
+// Q6_K's sub-blocks of 16 elements: A kTok x 16 bytes, B 4 x 64 bytes.
+constexpr TileConfig MakeConfigK16() {
+  TileConfig cfg = MakeConfig();
+  for (int a : {kA0, kA1}) cfg.colsb[a] = 16;
+  for (int b : {kB0, kB1}) cfg.rows[b] = 4;
+  return cfg;
+}
+// Constants, not locals: GCC's _tile_loadconfig declares only the first 8
 // bytes of its operand as read, so the stores of a local configuration's
 // shapes could be removed as dead.
 constexpr TileConfig kTileConfig = MakeConfig();
+constexpr TileConfig kTileConfigK16 = MakeConfigK16();
 
 // GCC's tile intrinsics stringify the register number, so each operation
 // takes it as a template argument and names it literally. tileloadd's asm
 // declares no memory input: a compiler barrier orders it after the stores
 // that fill its source (the unpacked Q4_K nibbles, the padded tokens).
 struct HardTiles {
-  static SKIPKV_AMX_X16_ATTR void Configure() { _tile_loadconfig(&kTileConfig); }
+  static SKIPKV_AMX_X16_ATTR void Configure(const TileConfig& cfg) { _tile_loadconfig(&cfg); }
   static SKIPKV_AMX_X16_ATTR void Release() { _tile_release(); }
   template <int T>
   static SKIPKV_AMX_X16_ATTR inline void Load(const void* p, size_t stride) {
@@ -149,7 +165,7 @@ struct SoftTiles {
     thread_local State s;
     return s;
   }
-  static void Configure() { S().cfg = kTileConfig; }
+  static void Configure(const TileConfig& cfg) { S().cfg = cfg; }
   static void Release() {}
   template <int T>
   static void Load(const void* p, size_t stride) {
@@ -257,7 +273,7 @@ SKIPKV_AMX_X16_ATTR void Q8X16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
   const int64_t per_block = TokensPerBlock(a.act_row_bytes);
   thread_local std::vector<uint8_t> pad;
   const TokenGroups groups(a, pad);
-  Tiles::Configure();
+  Tiles::Configure(kTileConfig);
   for (int64_t tb = 0; tb < a.n; tb += per_block) {
     const int64_t te = std::min(a.n, tb + per_block);
     for (int64_t r = r0; r < r1; r += kRows) {
@@ -356,6 +372,23 @@ void FillTokenSums(const MatArgs& a, int64_t tb, int64_t te, int64_t nsb, TokenS
   }
 }
 
+// The tile products of one superblock's kSub sub-blocks: C tile cb[j] = the
+// kTok tokens' A bytes at a + a_bytes * j (stride s) x the unpacked B tile at
+// b + b_bytes * j (stride 64), the two tile sets by turns.
+template <class Tiles, int kSub>
+SKIPKV_AMX_X16_ATTR inline void IssueSubBlocks(const uint8_t* a, size_t s, int a_bytes, const void* b,
+                                               int b_bytes, int32_t (*cb)[kTok * kRows]) {
+  const auto* bb = static_cast<const uint8_t*>(b);
+  for (int j = 0; j < kSub; j += 2) {
+    Tiles::template Load<kA0>(a + a_bytes * j, s);
+    Tiles::template Load<kB0>(bb + b_bytes * j, 64);
+    Tiles::template DotInto<kC0, kA0, kB0>(cb[j]);
+    Tiles::template Load<kA1>(a + a_bytes * (j + 1), s);
+    Tiles::template Load<kB1>(bb + b_bytes * (j + 1), 64);
+    Tiles::template DotInto<kC1, kA1, kB1>(cb[j + 1]);
+  }
+}
+
 // kTok tokens (Q8_K rows `act`, stride s; their sums: `ts` from t_in_block) x one unpacked
 // group of nsb superblocks.
 template <class Tiles>
@@ -364,17 +397,8 @@ SKIPKV_AMX_X16_ATTR void Q4KGroupTokens(const Q4KGroup& g, int64_t nsb, const ui
   alignas(64) int32_t c[2][8][kTok * kRows];  // [superblock % 2][sub-block][token][row]
   for (int t = 0; t < kTok; ++t) acc[t] = _mm512_setzero_ps();
   const auto issue = [&](int64_t b) SKIPKV_AMX_X16_ATTR __attribute__((always_inline)) {
-    const uint8_t* qs = act + b * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, qs);
-    const uint8_t* nib = g.nib.data() + static_cast<size_t>(8 * b) * 512;
-    int32_t(*cb)[kTok * kRows] = c[b % 2];
-    for (int j = 0; j < 8; j += 2) {
-      Tiles::template Load<kA0>(qs + 32 * j, s);
-      Tiles::template Load<kB0>(nib + 512 * j, 64);
-      Tiles::template DotInto<kC0, kA0, kB0>(cb[j]);
-      Tiles::template Load<kA1>(qs + 32 * (j + 1), s);
-      Tiles::template Load<kB1>(nib + 512 * (j + 1), 64);
-      Tiles::template DotInto<kC1, kA1, kB1>(cb[j + 1]);
-    }
+    IssueSubBlocks<Tiles, 8>(act + b * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, qs), s, 32,
+                             g.nib.data() + static_cast<size_t>(8 * b) * 512, 512, c[b % 2]);
   };
   const auto finish = [&](int64_t b) SKIPKV_AMX_X16_ATTR __attribute__((always_inline)) {
     const int32_t(*cb)[kTok * kRows] = c[b % 2];
@@ -414,7 +438,7 @@ SKIPKV_AMX_X16_ATTR void Q4KX16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
   thread_local Q4KGroup g;
   thread_local TokenSums ts;
   const TokenGroups groups(a, pad);
-  Tiles::Configure();
+  Tiles::Configure(kTileConfig);
   for (int64_t tb = 0; tb < a.n; tb += per_block) {
     const int64_t te = std::min(a.n, tb + per_block);
     FillTokenSums(a, tb, te, nsb, ts);
@@ -424,6 +448,111 @@ SKIPKV_AMX_X16_ATTR void Q4KX16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
       for (int64_t t0 = tb; t0 < te; t0 += kTok) {
         __m512 acc[kTok];
         Q4KGroupTokens<Tiles>(g, nsb, groups(t0), a.act_row_bytes, ts, t0 - tb, acc);
+        StoreTokens(a, acc, t0, r);
+      }
+    }
+  }
+  Tiles::Release();
+}
+
+// ---- Q6_Kx16 ----
+
+// One 16-row group, unpacked for the tiles: per superblock b and sub-block j
+// (16 elements) the B tile q[(16 b + j) * 256 ..] (4 x 64 bytes: row k4,
+// byte 4 r + k = q - 32 of row r's element 16 j + 4 k4 + k, a signed byte in
+// -32..31); the rows' scales as int32 lanes sc[(16 b + j) * 16 + r]; d[16 b + r]
+// as f32. With q - 32 in the tile, C_j is the sub-block's whole integer sum
+// (the VNNI kernel's sum minus 32 bsums), so no bsum term is needed.
+struct Q6KGroup {
+  std::vector<int8_t> q;
+  std::vector<int32_t> sc;
+  std::vector<float> d;
+};
+
+SKIPKV_AMX_X16_ATTR void UnpackQ6KGroup(const BlockQ6_Kx16* w, int64_t nsb, Q6KGroup& g) {
+  g.q.resize(static_cast<size_t>(nsb) * 16 * 256);
+  g.sc.resize(static_cast<size_t>(nsb) * 16 * kRows);
+  g.d.resize(static_cast<size_t>(nsb) * kRows);
+  const __m512i lo4 = _mm512_set1_epi8(0x0f), top = _mm512_set1_epi8(0x30), off = _mm512_set1_epi8(32);
+  for (int64_t b = 0; b < nsb; ++b) {
+    const BlockQ6_Kx16& x = w[b];
+    for (int h = 0; h < 2; ++h) {
+      for (int c = 0; c < 8; ++c) {
+        // Chunk (h, c): q of e + 32 i, e = 128 h + 4 c + k, is sub-block 8 h + 2 i + c / 4, tile row c % 4
+        // (tensor/dtype.h; the 16-bit shifts move bits across bytes only into bits the masks clear).
+        const __m512i x0 = _mm512_loadu_si512(x.qs[h][c][0]), x1 = _mm512_loadu_si512(x.qs[h][c][1]);
+        const __m512i xh = _mm512_loadu_si512(x.qs[h][c][2]);
+        const __m512i q[4] = {
+            _mm512_or_si512(_mm512_and_si512(x0, lo4), _mm512_and_si512(_mm512_slli_epi16(xh, 4), top)),
+            _mm512_or_si512(_mm512_and_si512(x1, lo4), _mm512_and_si512(_mm512_slli_epi16(xh, 2), top)),
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(x0, 4), lo4), _mm512_and_si512(xh, top)),
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(x1, 4), lo4),
+                            _mm512_and_si512(_mm512_srli_epi16(xh, 2), top))};
+        for (int i = 0; i < 4; ++i) {
+          const int j = 8 * h + 2 * i + c / 4;
+          _mm512_storeu_si512(g.q.data() + static_cast<size_t>(16 * b + j) * 256 + 64 * (c % 4),
+                              _mm512_sub_epi8(q[i], off));
+        }
+      }
+    }
+    for (int j = 0; j < 16; ++j) {
+      _mm512_storeu_si512(
+          g.sc.data() + static_cast<size_t>(16 * b + j) * kRows,
+          _mm512_maskz_cvtepi8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.sc[j]))));
+    }
+    _mm512_storeu_ps(g.d.data() + kRows * b,
+                     HalvesToFloat(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.d))));
+  }
+}
+
+// kTok tokens (Q8_K rows `act`, stride s) x one unpacked group of nsb superblocks.
+template <class Tiles>
+SKIPKV_AMX_X16_ATTR void Q6KGroupTokens(const Q6KGroup& g, int64_t nsb, const uint8_t* act, size_t s,
+                                        __m512* acc) {
+  alignas(64) int32_t c[2][16][kTok * kRows];  // [superblock % 2][sub-block][token][row]
+  for (int t = 0; t < kTok; ++t) acc[t] = _mm512_setzero_ps();
+  const auto issue = [&](int64_t b) SKIPKV_AMX_X16_ATTR __attribute__((always_inline)) {
+    IssueSubBlocks<Tiles, 16>(act + b * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, qs), s, 16,
+                              g.q.data() + static_cast<size_t>(16 * b) * 256, 256, c[b % 2]);
+  };
+  const auto finish = [&](int64_t b) SKIPKV_AMX_X16_ATTR __attribute__((always_inline)) {
+    const int32_t(*cb)[kTok * kRows] = c[b % 2];
+    const __m512 d = _mm512_loadu_ps(g.d.data() + kRows * b);
+    const int32_t* sc = g.sc.data() + static_cast<size_t>(16 * b) * kRows;
+    for (int t = 0; t < kTok; ++t) {
+      __m512i sumi = _mm512_mullo_epi32(_mm512_loadu_si512(sc), _mm512_load_si512(cb[0] + kRows * t));
+      for (int j = 1; j < 16; ++j) {
+        sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(_mm512_loadu_si512(sc + kRows * j),
+                                                         _mm512_load_si512(cb[j] + kRows * t)));
+      }
+      float yd;
+      std::memcpy(&yd, act + t * s + b * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, d), sizeof yd);
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(yd)), ToFloat(sumi), acc[t]);
+    }
+  };
+  issue(0);
+  for (int64_t b = 0; b < nsb; ++b) {
+    if (b + 1 < nsb) issue(b + 1);
+    finish(b);
+  }
+}
+
+template <class Tiles>
+SKIPKV_AMX_X16_ATTR void Q6KX16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
+  const int64_t nsb = a.in / kQK_K;
+  const int64_t per_block = TokensPerBlock(a.act_row_bytes);
+  thread_local std::vector<uint8_t> pad;
+  thread_local Q6KGroup g;
+  const TokenGroups groups(a, pad);
+  Tiles::Configure(kTileConfigK16);
+  for (int64_t tb = 0; tb < a.n; tb += per_block) {
+    const int64_t te = std::min(a.n, tb + per_block);
+    for (int64_t r = r0; r < r1; r += kRows) {
+      UnpackQ6KGroup(reinterpret_cast<const BlockQ6_Kx16*>(a.w + static_cast<size_t>(r) * a.w_row_bytes), nsb,
+                     g);
+      for (int64_t t0 = tb; t0 < te; t0 += kTok) {
+        __m512 acc[kTok];
+        Q6KGroupTokens<Tiles>(g, nsb, groups(t0), a.act_row_bytes, acc);
         StoreTokens(a, acc, t0, r);
       }
     }
@@ -445,7 +574,10 @@ void X16AmxRows(const MatArgs& a, int64_t r0, int64_t r1) {
   if (a.type == DType::kQ4_Kx16 && a.act_format == ActFormat::kQ8K) {
     return tiles ? Q4KX16Rows<HardTiles>(a, r0, r1) : Q4KX16Rows<SoftTiles>(a, r0, r1);
   }
-  SKIPKV_CHECK_MSG(false, "X16AmxRows: not an interleaved Q8_0 / Q4_K product with its activations");
+  if (a.type == DType::kQ6_Kx16 && a.act_format == ActFormat::kQ8K) {
+    return tiles ? Q6KX16Rows<HardTiles>(a, r0, r1) : Q6KX16Rows<SoftTiles>(a, r0, r1);
+  }
+  SKIPKV_CHECK_MSG(false, "X16AmxRows: not an interleaved Q8_0 / Q4_K / Q6_K product with its activations");
 }
 
 #else  // not x86-64 with GCC

@@ -213,11 +213,8 @@ alignas(64) constexpr int16_t kQ6KScalePick[4][32] = {
     {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13,
      14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15}};
 
-// ahead: blocks to prefetch ahead (decode; rows are contiguous, so past a
-// row's end it reaches into the next row's blocks).
 template <int NT>
-HWY_INLINE void Q6_KRowDotVnni(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_t nb, float* out,
-                               int64_t ahead = 0) {
+HWY_INLINE void Q6_KRowDotVnni(const BlockQ6_K* w, const BlockQ8_K* const* a, int64_t nb, float* out) {
   __m512 acc[NT];
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
@@ -231,7 +228,6 @@ HWY_INLINE void Q6_KRowDotVnni(const BlockQ6_K* w, const BlockQ8_K* const* a, in
   SKIPKV_UNROLL
   for (int m = 0; m < 4; ++m) pick[m] = _mm512_load_si512(kQ6KScalePick[m]);
   for (int64_t b = 0; b < nb; ++b) {
-    PrefetchBlockAhead(w, b, ahead);
     const float d = F16Scalar(w[b].d);
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)));
     const __m512i sc512 = _mm512_castsi256_si512(sc16);

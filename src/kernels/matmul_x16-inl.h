@@ -479,7 +479,246 @@ HWY_INLINE void Q8_0x16Tile(const BlockQ8_0x16* w, int64_t nb, const ActQ8* cons
 #endif
 }
 
-// The two interleaved types for X16Rows: block, activation block and format,
+// ---- Q6_K rows interleaved in groups of 16 (DType::kQ6_Kx16) ----------------------
+// The same scheme for Q6_K (BlockQ6_Kx16, tensor/dtype.h), whose sub-blocks of
+// 16 are those of Q8_K's bsums: per row r of a group, token y (Q8_K) and
+// superblock b, every target computes
+//   sumi_r = sum_{j < 16} sc[j][r] * (sum_{i < 16} q[r][16 j + i] * y.qs[16 j + i] - 32 * y.bsums[j])
+//   acc_r = fma(d_r * y.d, float(sumi_r), acc_r)
+// from acc_r = 0, the result being acc_r after the last superblock. sumi_r is
+// exact whatever the order of its sums (|q - 32| <= 32, |y.qs| <= 128 and
+// |sc| <= 128: |sumi_r| <= 2^27), so, as for Q4_Kx16, a result does not depend
+// on the target, the token tile or the thread count, and the file layout's
+// Q6_K kernels agree with it only to float rounding. The quants are taken as
+// u8 (0..63) and the -32 folded in through the bsums.
+//
+// Chunk (h, c) of a block gives q_{e + 32 i} (i < 4) of e = 128 h + 4 c + k;
+// sub-block j = 8 h + 2 i + c / 4. The kernels take c in two runs of four
+// (c / 4 = `half`), each run summing into four sub-blocks.
+
+#if SKIPKV_VNNI
+// The four 6-bit quant vectors of one chunk triple: q[i] = q_{e + 32 i} as u8.
+HWY_INLINE void Q6x16Quants(const uint8_t (*chunk)[64], __m512i* q) {
+  const __m512i lo4 = _mm512_set1_epi8(0x0f), top = _mm512_set1_epi8(0x30);
+  const __m512i x0 = _mm512_loadu_si512(chunk[0]), x1 = _mm512_loadu_si512(chunk[1]);
+  const __m512i xh = _mm512_loadu_si512(chunk[2]);
+  // The 16-bit shifts move bits across bytes only into bits the masks clear.
+  q[0] = _mm512_or_si512(_mm512_and_si512(x0, lo4), _mm512_and_si512(_mm512_slli_epi16(xh, 4), top));
+  q[1] = _mm512_or_si512(_mm512_and_si512(x1, lo4), _mm512_and_si512(_mm512_slli_epi16(xh, 2), top));
+  q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(x0, 4), lo4), _mm512_and_si512(xh, top));
+  q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(x1, 4), lo4),
+                         _mm512_and_si512(_mm512_srli_epi16(xh, 2), top));
+}
+
+// 16 rows x NT tokens: out[16 t + r].
+template <int NT>
+HWY_INLINE void Q6Kx16TileVnni(const BlockQ6_Kx16* w, int64_t nb, const BlockQ8_K* const* y, float* out,
+                               int64_t ahead) {
+  __m512 acc[NT];
+  SKIPKV_UNROLL
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    PrefetchBlockAhead(w, b, ahead);
+    const BlockQ6_Kx16& g = w[b];
+    __m512i sumi[NT];
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) sumi[t] = _mm512_setzero_si512();
+    SKIPKV_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      SKIPKV_UNROLL
+      for (int half = 0; half < 2; ++half) {
+        __m512i s[NT][4];  // sub-block 8 h + 2 i + half, from -32 * its bsum
+        SKIPKV_UNROLL
+        for (int t = 0; t < NT; ++t) {
+          SKIPKV_UNROLL
+          for (int i = 0; i < 4; ++i) s[t][i] = _mm512_set1_epi32(-32 * y[t][b].bsums[8 * h + 2 * i + half]);
+        }
+        SKIPKV_UNROLL
+        for (int c = 4 * half; c < 4 * half + 4; ++c) {
+          __m512i q[4];
+          Q6x16Quants(g.qs[h][c], q);
+          SKIPKV_UNROLL
+          for (int t = 0; t < NT; ++t) {
+            SKIPKV_UNROLL
+            for (int i = 0; i < 4; ++i) {
+              int32_t v;
+              std::memcpy(&v, y[t][b].qs + 128 * h + 32 * i + 4 * c, 4);
+              s[t][i] = _mm512_dpbusd_epi32(s[t][i], q[i], _mm512_set1_epi32(v));
+            }
+          }
+        }
+        SKIPKV_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          const __m512i sc = _mm512_cvtepi8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.sc[8 * h + 2 * i + half])));
+          SKIPKV_UNROLL
+          for (int t = 0; t < NT; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(s[t][i], sc));
+        }
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.d)));
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t)
+      acc[t] =
+          _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+  }
+  SKIPKV_UNROLL
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + kX16Rows * t, acc[t]);
+}
+#elif SKIPKV_X86_INT8
+// AVX2 (and AVX3 without VNNI), a half (8 rows) a ymm as Q4Kx16HalvesAvx2:
+// vpmaddubsw's u8 x s8 pair sums (|.| <= 2 * 63 * 128) of two chunks add up
+// in int16 (<= 32,256), and vpmaddwd multiplies them by the scale held in both
+// halves of each row's dword. The -32 term: sum_j sc_j * bsums[j] by vpmaddwd
+// of the scale pairs (sc_{2m}, sc_{2m+1}) against the bsum pairs, times 32.
+
+// Row r's sc[j][r] (rows r0 .. r0 + 7) in both int16 halves of its dword.
+HWY_INLINE __m256i Q6x16ScaleBoth(const BlockQ6_Kx16& g, int j, int r0) {
+  const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(g.sc[j] + r0)));
+  return _mm256_blend_epi16(v, _mm256_slli_epi32(v, 16), 0xAA);
+}
+// Row r's (sc[2m][r], sc[2m + 1][r]) as the int16 halves of its dword.
+HWY_INLINE __m256i Q6x16ScalePair(const BlockQ6_Kx16& g, int m, int r0) {
+  const __m256i a = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(g.sc[2 * m] + r0)));
+  const __m256i b =
+      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(g.sc[2 * m + 1] + r0)));
+  return _mm256_blend_epi16(a, _mm256_slli_epi32(b, 16), 0xAA);
+}
+// The four quant vectors of one chunk triple's half `hh` (rows 8 hh .. 8 hh + 7).
+HWY_INLINE void Q6x16QuantsHalf(const uint8_t (*chunk)[64], int hh, __m256i* q) {
+  const __m256i lo4 = _mm256_set1_epi8(0x0f), top = _mm256_set1_epi8(0x30);
+  const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk[0] + 32 * hh));
+  const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk[1] + 32 * hh));
+  const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk[2] + 32 * hh));
+  q[0] = _mm256_or_si256(_mm256_and_si256(x0, lo4), _mm256_and_si256(_mm256_slli_epi16(xh, 4), top));
+  q[1] = _mm256_or_si256(_mm256_and_si256(x1, lo4), _mm256_and_si256(_mm256_slli_epi16(xh, 2), top));
+  q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x0, 4), lo4), _mm256_and_si256(xh, top));
+  q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x1, 4), lo4),
+                         _mm256_and_si256(_mm256_srli_epi16(xh, 2), top));
+}
+
+// Rows 8 h0 .. 8 (h0 + NH) - 1 of the group, as Q4Kx16HalvesAvx2.
+template <int NT, int NH>
+HWY_INLINE void Q6Kx16HalvesAvx2(const BlockQ6_Kx16* w, int64_t nb, const BlockQ8_K* const* y, int h0,
+                                 float* out, int64_t ahead) {
+  __m256 acc[NH][NT];
+  SKIPKV_UNROLL
+  for (int hh = 0; hh < NH; ++hh) {
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) acc[hh][t] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    PrefetchBlockAhead(w, b, ahead);
+    const BlockQ6_Kx16& g = w[b];
+    __m256i sumi[NH][NT], msum[NH][NT];
+    SKIPKV_UNROLL
+    for (int hh = 0; hh < NH; ++hh) {
+      SKIPKV_UNROLL
+      for (int t = 0; t < NT; ++t) sumi[hh][t] = msum[hh][t] = _mm256_setzero_si256();
+      for (int m = 0; m < 8; ++m) {
+        const __m256i pair = Q6x16ScalePair(g, m, 8 * (h0 + hh));
+        SKIPKV_UNROLL
+        for (int t = 0; t < NT; ++t) {
+          int32_t bs;
+          std::memcpy(&bs, y[t][b].bsums + 2 * m, 4);
+          msum[hh][t] = _mm256_add_epi32(msum[hh][t], _mm256_madd_epi16(pair, _mm256_set1_epi32(bs)));
+        }
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      for (int half = 0; half < 2; ++half) {
+        for (int c = 4 * half; c < 4 * half + 4; c += 2) {  // two chunks per int16 sum
+          __m256i ya[NT][4], yb[NT][4];
+          SKIPKV_UNROLL
+          for (int t = 0; t < NT; ++t) {
+            SKIPKV_UNROLL
+            for (int i = 0; i < 4; ++i) {
+              int32_t va, vb;
+              std::memcpy(&va, y[t][b].qs + 128 * h + 32 * i + 4 * c, 4);
+              std::memcpy(&vb, y[t][b].qs + 128 * h + 32 * i + 4 * c + 4, 4);
+              ya[t][i] = _mm256_set1_epi32(va);
+              yb[t][i] = _mm256_set1_epi32(vb);
+            }
+          }
+          SKIPKV_UNROLL
+          for (int hh = 0; hh < NH; ++hh) {
+            __m256i qa[4], qb[4];
+            Q6x16QuantsHalf(g.qs[h][c], h0 + hh, qa);
+            Q6x16QuantsHalf(g.qs[h][c + 1], h0 + hh, qb);
+            SKIPKV_UNROLL
+            for (int i = 0; i < 4; ++i) {
+              const __m256i sc = Q6x16ScaleBoth(g, 8 * h + 2 * i + half, 8 * (h0 + hh));
+              SKIPKV_UNROLL
+              for (int t = 0; t < NT; ++t) {
+                const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(qa[i], ya[t][i]),
+                                                     _mm256_maddubs_epi16(qb[i], yb[t][i]));
+                sumi[hh][t] = _mm256_add_epi32(sumi[hh][t], _mm256_madd_epi16(s16, sc));
+              }
+            }
+          }
+        }
+      }
+    }
+    SKIPKV_UNROLL
+    for (int hh = 0; hh < NH; ++hh) {
+      const __m256 d =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g.d + 8 * (h0 + hh))));
+      SKIPKV_UNROLL
+      for (int t = 0; t < NT; ++t) {
+        const __m256i total = _mm256_sub_epi32(sumi[hh][t], _mm256_slli_epi32(msum[hh][t], 5));
+        acc[hh][t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(y[t][b].d)), _mm256_cvtepi32_ps(total),
+                                     acc[hh][t]);
+      }
+    }
+  }
+  SKIPKV_UNROLL
+  for (int hh = 0; hh < NH; ++hh) {
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) _mm256_storeu_ps(out + kX16Rows * t + 8 * (h0 + hh), acc[hh][t]);
+  }
+}
+#endif
+
+template <int NT>
+HWY_INLINE void Q6Kx16Tile(const BlockQ6_Kx16* w, int64_t nb, const BlockQ8_K* const* y, float* out,
+                           int64_t ahead) {
+#if SKIPKV_VNNI
+  Q6Kx16TileVnni<NT>(w, nb, y, out, ahead);
+#elif SKIPKV_X86_INT8
+  if constexpr (NT == 1) {
+    Q6Kx16HalvesAvx2<1, 2>(w, nb, y, 0, out, ahead);
+  } else {
+    Q6Kx16HalvesAvx2<NT, 1>(w, nb, y, 0, out, ahead);
+    Q6Kx16HalvesAvx2<NT, 1>(w, nb, y, 1, out, 0);  // the group is in cache now
+  }
+#else
+  // Portable: the definition, one row at a time.
+  (void)ahead;
+  for (int r = 0; r < kX16Rows; ++r) {
+    for (int t = 0; t < NT; ++t) {
+      float acc = 0.f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const BlockQ6_Kx16& g = w[b];
+        int32_t sumi = 0;
+        for (int j = 0; j < 16; ++j) {
+          int32_t s = -32 * y[t][b].bsums[j];
+          for (int e = 16 * j; e < 16 * j + 16; ++e) {
+            const int h = e / 128, i = (e % 128) / 32, c = (e % 32) / 4, k = e % 4;
+            const uint8_t lo = g.qs[h][c][i % 2][4 * r + k], hi = g.qs[h][c][2][4 * r + k];
+            const int32_t q = ((i < 2 ? lo : lo >> 4) & 0x0f) | (((hi >> (2 * i)) & 3) << 4);
+            s += q * y[t][b].qs[e];
+          }
+          sumi += g.sc[j][r] * s;
+        }
+        acc = std::fma(F16Scalar(g.d[r]) * y[t][b].d, static_cast<float>(sumi), acc);
+      }
+      out[kX16Rows * t + r] = acc;
+    }
+  }
+#endif
+}
+
+// The three interleaved types for X16Rows: block, activation block and format,
 // the per-(token, block) integers the tiles take, a batch's prefetch distance
 // in blocks, and the tile.
 struct Q4_Kx16Kind {
@@ -495,6 +734,21 @@ struct Q4_Kx16Kind {
   static HWY_INLINE void Tile(const Block* w, int64_t nb, const Act* const* a, const int32_t* const* aux,
                               float* out, int64_t ahead) {
     Q4Kx16Tile<NT>(w, nb, a, aux, out, ahead);
+  }
+};
+struct Q6_Kx16Kind {
+  static constexpr DType kType = DType::kQ6_Kx16;
+  static constexpr int64_t kBatchAhead = kX16BatchPrefetchBlocks;
+  using Block = BlockQ6_Kx16;
+  using Act = BlockQ8_K;
+  static constexpr ActFormat kFormat = ActFormat::kQ8K;
+  static constexpr int64_t kElems = kQK_K;
+  static constexpr int kAuxPerBlock = 0;  // the tiles read the bsums themselves
+  static HWY_INLINE void Aux(const Act*, int64_t, int32_t*) {}
+  template <int NT>
+  static HWY_INLINE void Tile(const Block* w, int64_t nb, const Act* const* a, const int32_t* const*,
+                              float* out, int64_t ahead) {
+    Q6Kx16Tile<NT>(w, nb, a, out, ahead);
   }
 };
 struct Q8_0x16Kind {

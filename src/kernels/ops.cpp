@@ -192,7 +192,7 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
   const uint8_t* act_of[kFormats] = {};
   // Q8_0 batches on AVX2/AVX3 take widened activations (bit-identical results).
   const bool q8_wide = n >= 2 && internal::Q8WideActive();
-  // Batches of interleaved Q8_0 and Q4_K on AMX tiles (the same activations
+  // Batches of interleaved Q8_0, Q4_K and Q6_K on AMX tiles (the same activations
   // and results); decode and every other type keep their kernels.
   const bool amx_on = internal::AmxTileMode() != internal::AmxMode::kOff;
   struct Product {
@@ -209,7 +209,8 @@ void MatMulGroup(std::span<const MatMulOut> outs, const float* x, int64_t n, Thr
     whole_groups = whole_groups || FileTypeOf(w.type) != w.type;
     // BF16 weights take bf16 activations where the CPU has bf16 dot products.
     const bool bf16_dot = w.type == DType::kBF16 && internal::Bf16DotActive();
-    const bool amx = amx_on && (w.type == DType::kQ8_0x16 || w.type == DType::kQ4_Kx16) &&
+    const bool amx = amx_on &&
+                     (w.type == DType::kQ8_0x16 || w.type == DType::kQ4_Kx16 || w.type == DType::kQ6_Kx16) &&
                      n >= internal::AmxMinTokens(w.type);
     const internal::ActFormat fmt = bf16_dot                            ? internal::ActFormat::kBF16
                                     : q8_wide && w.type == DType::kQ8_0 ? internal::ActFormat::kQ8Wide

@@ -136,22 +136,22 @@ const char* SimdTargetName();
 // AVX512_BF16 and the dispatch runs AVX3_DL. False: f32 FMA on the exact
 // activations, as for F16.
 bool Bf16DotProducts();
-// Whether batches of interleaved Q8_0 and Q4_K weights run on AMX tiles: "on",
+// Whether batches of interleaved Q8_0, Q4_K and Q6_K weights run on AMX tiles: "on",
 // or "off (reason)". On with SKIPKV_AMX=1 where the CPU has AMX-TILE/AMX-INT8,
 // Linux grants the tile state and the dispatch runs AVX3_DL
 // (kernels/amx_x86.cpp; opt-in until measured on an AMX machine).
 std::string AmxStatus();
 // The weight prefetch distances of the decode kernels for the interleaved
-// Q8_0 and Q4_K weights and for Q6_K, e.g. "Q8_0x16 none, Q4_Kx16 4608 B
-// (2 blocks), Q6_K none"; SKIPKV_DECODE_PREFETCH=BYTES or
+// Q8_0, Q4_K and Q6_K weights, e.g. "Q8_0x16 none, Q4_Kx16 4608 B
+// (2 blocks), Q6_Kx16 6720 B (2 blocks)"; SKIPKV_DECODE_PREFETCH=BYTES or
 // q8_0=BYTES,q4_k=BYTES,q6_k=BYTES replaces the defaults
 // (kernels/decode_prefetch.cpp).
 std::string DecodePrefetchStatus();
-// Whether Q4_K and Q8_0 weight matrices should be interleaved in groups of 16
-// rows (DType::kQ4_Kx16, kQ8_0x16; tensor/interleaved.h) before they reach
+// Whether Q4_K, Q6_K and Q8_0 weight matrices should be interleaved in groups
+// of 16 rows (DType::kQ4_Kx16, kQ6_Kx16, kQ8_0x16; tensor/interleaved.h) before they reach
 // MatMul: true when the dispatch runs an x86 int8 target (AVX2, AVX3,
 // AVX3_DL), unless SKIPKV_REPACK=0. With the AMX tiles on (SKIPKV_AMX=1),
-// batches of the interleaved types (8 tokens or more for Q8_0, 64 for Q4_K)
+// batches of the interleaved types (8 tokens or more for Q8_0, 64 for Q4_K and Q6_K)
 // run on tiles with the same results, decode on the VNNI kernel; the file's
 // layout never uses the tiles. MatMul takes the interleaved types on every
 // target either way. Their summation order is their own: results agree with

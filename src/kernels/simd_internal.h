@@ -53,6 +53,7 @@ inline ActFormat ActFormatFor(DType t) {
     case DType::kQ4_K:
     case DType::kQ4_Kx16:
     case DType::kQ6_K:
+    case DType::kQ6_Kx16:
       return ActFormat::kQ8K;
     default:
       return ActFormat::kF32;
@@ -331,7 +332,7 @@ bool Bf16DotActive();
 void ConvertActivationsToBf16(const float* x, int64_t in, uint16_t* out);
 void Bf16MatRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
 
-// Interleaved Q8_0 and Q4_K weights on AMX tiles. AmxTileMode() (amx_x86.cpp):
+// Interleaved Q8_0, Q4_K and Q6_K weights on AMX tiles. AmxTileMode() (amx_x86.cpp):
 // kTiles with SKIPKV_AMX=1 where the CPU and Linux allow it and the dispatch
 // runs AVX3_DL; kSoftware: the same kernels on scalar tiles, for tests.
 enum class AmxMode { kOff, kTiles, kSoftware };
@@ -345,18 +346,18 @@ bool ForceAmxTileInstructionsForTesting(std::string* why);
 void ResetAmxModeForTesting();
 // "on", or "off (reason)": for the start-up log and `skipkv bench`.
 std::string AmxStatus();
-// kQ8_0x16 with kQ8 activations and kQ4_Kx16 with kQ8K, for batches of at
+// kQ8_0x16 with kQ8 activations, kQ4_Kx16 and kQ6_Kx16 with kQ8K, for batches of at
 // least AmxMinTokens(type) where AmxTileMode() is not kOff
 // (matmul_amx_x16_x86.cpp): the interleaved kernels' formulation, so the
 // results equal theirs bit for bit. Rows [row_begin, row_end) are whole
 // groups of 16.
 void X16AmxRows(const MatArgs& a, int64_t row_begin, int64_t row_end);
 // Fewer tokens take the interleaved VNNI kernels. Q8_0x16: 8, a tile's
-// tokens. Q4_Kx16: 64, because each 16-row group is unpacked for the tiles
-// once per call: with the tile instructions stubbed out, the rest of the
+// tokens. Q4_Kx16 and Q6_Kx16: 64, because each 16-row group is unpacked for
+// the tiles once per call (Q4_K measured: with the tile instructions stubbed out, the rest of the
 // kernel ran 2.1x the VNNI kernel at 512 tokens but only 1.0-1.3x at 16 on
-// one Zen 5 core (BENCHMARKS.md, "seventh session"). First choices, not yet
-// measured on an AMX CPU. SetAmxMinTokensForTesting(n) makes both n (n <= 0:
+// one Zen 5 core (BENCHMARKS.md, "seventh session"); Q6_K follows it). First
+// choices, not yet measured on an AMX CPU. SetAmxMinTokensForTesting(n) makes all n (n <= 0:
 // these defaults again), so that tests and bench_amx can put smaller batches
 // on the tiles.
 int64_t AmxMinTokens(DType t);
@@ -364,15 +365,14 @@ void SetAmxMinTokensForTesting(int64_t n);
 // X16AmxRows calls since start-up (tests: that the tiles ran at all).
 int64_t X16AmxRowsCalls();
 
-// The software prefetch of the decode kernels for Q8_0x16, Q4_Kx16 (their
-// one-token tiles, also a batch's last lone token; matmul_x16-inl.h) and Q6_K
-// (the AVX-512 VNNI one-token rows; matmul.cpp): at the start of weight block
-// b, every line of block b + DecodePrefetchBlocks(type), the distance in bytes
-// rounded up to whole blocks (0 bytes: no prefetch). Defaults from Zen 5
-// (BENCHMARKS.md, fourth and ninth sessions): Q4_Kx16 2 blocks (4,608 bytes:
-// its block's fields are read out of address order and the hardware
-// prefetcher fell behind), Q8_0x16 none (read in address order, a prefetch
-// slowed it), Q6_K none (never measured to help). SKIPKV_DECODE_PREFETCH
+// The software prefetch of the decode kernels for Q8_0x16, Q4_Kx16 and
+// Q6_Kx16 (their one-token tiles, also a batch's last lone token;
+// matmul_x16-inl.h): at the start of weight block b, every line of block
+// b + DecodePrefetchBlocks(type), the distance in bytes rounded up to whole
+// blocks (0 bytes: no prefetch). Defaults from Zen 5 (BENCHMARKS.md, fourth,
+// ninth and twelfth sessions): Q4_Kx16 2 blocks (4,608 bytes) and Q6_Kx16 2
+// blocks (6,720 bytes), whose one-token tiles the hardware prefetcher did not
+// keep up with; Q8_0x16 none (a prefetch slowed it). SKIPKV_DECODE_PREFETCH
 // replaces them for one run, as BYTES (every type) or
 // q8_0=BYTES,q4_k=BYTES,q6_k=BYTES (any of them): a measurement switch for
 // CPUs whose prefetchers differ (issue 40: the Intel Xeon). Results never
@@ -380,18 +380,18 @@ int64_t X16AmxRowsCalls();
 struct DecodePrefetch {
   int64_t q8_0_bytes = 0;
   int64_t q4_k_bytes = 2 * static_cast<int64_t>(sizeof(BlockQ4_Kx16));
-  int64_t q6_k_bytes = 0;
+  int64_t q6_k_bytes = 2 * static_cast<int64_t>(sizeof(BlockQ6_Kx16));
 };
 inline constexpr int64_t kMaxDecodePrefetchBytes = int64_t{1} << 20;
 // Parses SKIPKV_DECODE_PREFETCH's syntax (types left out keep their
 // defaults); false with the reason on a malformed value.
 bool ParseDecodePrefetch(std::string_view text, DecodePrefetch* out, std::string* why);
-// Blocks ahead for kQ8_0x16, kQ4_Kx16 or kQ6_K (0 for any other type).
+// Blocks ahead for kQ8_0x16, kQ4_Kx16 or kQ6_Kx16 (0 for any other type).
 int64_t DecodePrefetchBlocks(DType type);
 // Replaces the setting (tests, bench_amx); Reset: the defaults, not the environment's.
 void SetDecodePrefetchForTesting(const DecodePrefetch& p);
 void ResetDecodePrefetchForTesting();
-// "Q8_0x16 none, Q4_Kx16 4608 B (2 blocks), Q6_K none", with " (SKIPKV_DECODE_PREFETCH)"
+// "Q8_0x16 none, Q4_Kx16 4608 B (2 blocks), Q6_Kx16 6720 B (2 blocks)", with " (SKIPKV_DECODE_PREFETCH)"
 // when set there.
 std::string DecodePrefetchStatus();
 

@@ -59,8 +59,8 @@ class Model {
   ModelWeights weights_;
 };
 
-// Rewrites the source's Q4_K and Q8_0 matrices in place into the kernels'
-// 16-row interleaved layouts (DType::kQ4_Kx16, kQ8_0x16; tensor/interleaved.h),
+// Rewrites the source's Q4_K, Q6_K and Q8_0 matrices in place into the kernels'
+// 16-row interleaved layouts (DType::kQ4_Kx16, kQ6_Kx16, kQ8_0x16; tensor/interleaved.h),
 // before Model::Load binds them: when kernels::InterleavedWeightsWanted() and
 // the weights were read into memory (FileLoad::kRead). Mapped and embedded
 // weights keep the file's layout: rewriting them would turn page-cache pages

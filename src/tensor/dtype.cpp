@@ -13,7 +13,7 @@ namespace {
 
 // Sizes of every ggml type id we might meet in a GGUF file; `supported`
 // marks the ones skipkv computes with.
-constexpr std::array<DTypeInfo, 22> kTypes = {{
+constexpr std::array<DTypeInfo, 23> kTypes = {{
     {DType::kF32, "f32", 1, 4, true},
     {DType::kF16, "f16", 1, 2, true},
     {DType::kQ4_0, "q4_0", 32, 18, true},
@@ -36,6 +36,7 @@ constexpr std::array<DTypeInfo, 22> kTypes = {{
     {DType::kBF16, "bf16", 1, 2, true},
     {DType::kQ8_0x16, "q8_0_x16", 32, 34, true},
     {DType::kQ4_Kx16, "q4_K_x16", 256, 144, true},
+    {DType::kQ6_Kx16, "q6_K_x16", 256, 210, true},
 }};
 
 bool IsInternal(DType t) { return static_cast<uint32_t>(t) >= kFirstInternalDType; }

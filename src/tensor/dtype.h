@@ -37,6 +37,7 @@ enum class DType : uint32_t {
   // skipkv's own layouts, never in a file (LookupDType rejects their ids).
   kQ8_0x16 = 1008,  // Q8_0 rows interleaved in groups of 16 (BlockQ8_0x16)
   kQ4_Kx16 = 1012,  // Q4_K rows interleaved in groups of 16 (BlockQ4_Kx16)
+  kQ6_Kx16 = 1014,  // Q6_K rows interleaved in groups of 16 (BlockQ6_Kx16)
 };
 // Type ids from here on are skipkv-internal layouts.
 constexpr uint32_t kFirstInternalDType = 1000;
@@ -127,6 +128,24 @@ struct BlockQ6_K {
   f16_t d;                    // super-block scale
 };
 static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block is 210 bytes");
+
+// kQ6_Kx16: 16 Q6_K rows r = 0..15 (a group), superblock b of all 16 in one
+// BlockQ6_Kx16, as kQ4_Kx16 does for Q4_K (same contract on rows and bytes).
+// Row r's value of element e is d_r * sc[e / 16][r] * (q_e - 32). With
+// e = 128 h + 4 c + k (h < 2, c < 8, k < 4), chunk qs[h][c][s][4 r + k]
+// holds, as ggml's Q6_K bytes ql[64 h + 4 c + k], ql[64 h + 32 + 4 c + k]
+// and qh[32 h + 4 c + k] do (so a row's bytes move 4 at a time):
+//   s = 0: the low 4 bits of q_e (low nibble) and of q_{e+64} (high nibble);
+//   s = 1: the same for q_{e+32} and q_{e+96};
+//   s = 2: the top 2 bits of q_{e + 32 i} in bits 2 i, 2 i + 1 (i < 4).
+// The three chunks of one (h, c) are adjacent, so a kernel reads the quants
+// in address order.
+struct BlockQ6_Kx16 {
+  f16_t d[16];              // row r's d
+  int8_t sc[16][16];        // [j][r]: row r's scale of sub-block j (elements 16 j .. 16 j + 15)
+  uint8_t qs[2][8][3][64];  // see above
+};
+static_assert(sizeof(BlockQ6_Kx16) == 16 * sizeof(BlockQ6_K), "a Q6_Kx16 block is 16 Q6_K blocks");
 
 // Q8_K: activation format of the K-quant dot products (never stored in files).
 struct BlockQ8_K {

@@ -1,4 +1,5 @@
-// Q4_K <-> BlockQ4_Kx16 (see interleaved.h and the field comments in dtype.h).
+// Q4_K, Q8_0 and Q6_K <-> their 16-row interleaved blocks (see interleaved.h and the field comments in
+// dtype.h).
 #include "tensor/interleaved.h"
 
 #include <cstring>
@@ -79,6 +80,31 @@ void GetRowQ8_0(const BlockQ8_0x16& g, int r, BlockQ8_0& w) {
   for (int c = 0; c < 8; ++c) std::memcpy(&w.qs[4 * c], &g.qs[c][4 * r], 4);
 }
 
+void PutRowQ6_K(const BlockQ6_K& w, int r, BlockQ6_Kx16& g) {
+  g.d[r] = w.d;
+  for (int j = 0; j < 16; ++j) g.sc[j][r] = w.scales[j];
+  // The bytes named in dtype.h's BlockQ6_Kx16 comment, four at a time.
+  for (int h = 0; h < 2; ++h) {
+    for (int c = 0; c < 8; ++c) {
+      std::memcpy(&g.qs[h][c][0][4 * r], &w.ql[64 * h + 4 * c], 4);
+      std::memcpy(&g.qs[h][c][1][4 * r], &w.ql[64 * h + 32 + 4 * c], 4);
+      std::memcpy(&g.qs[h][c][2][4 * r], &w.qh[32 * h + 4 * c], 4);
+    }
+  }
+}
+
+void GetRowQ6_K(const BlockQ6_Kx16& g, int r, BlockQ6_K& w) {
+  w.d = g.d[r];
+  for (int j = 0; j < 16; ++j) w.scales[j] = g.sc[j][r];
+  for (int h = 0; h < 2; ++h) {
+    for (int c = 0; c < 8; ++c) {
+      std::memcpy(&w.ql[64 * h + 4 * c], &g.qs[h][c][0][4 * r], 4);
+      std::memcpy(&w.ql[64 * h + 32 + 4 * c], &g.qs[h][c][1][4 * r], 4);
+      std::memcpy(&w.qh[32 * h + 4 * c], &g.qs[h][c][2][4 * r], 4);
+    }
+  }
+}
+
 // Rewrites each group of 16 rows (nb blocks of File each) as nb blocks of X.
 template <class File, class X, class Put>
 void InterleaveGroups(uint8_t* data, int64_t rows, int64_t nb, Put put) {
@@ -112,6 +138,8 @@ std::optional<DType> InterleavedType(DType file_type) {
       return DType::kQ4_Kx16;
     case DType::kQ8_0:
       return DType::kQ8_0x16;
+    case DType::kQ6_K:
+      return DType::kQ6_Kx16;
     default:
       return std::nullopt;
   }
@@ -123,6 +151,8 @@ DType FileTypeOf(DType t) {
       return DType::kQ4_K;
     case DType::kQ8_0x16:
       return DType::kQ8_0;
+    case DType::kQ6_Kx16:
+      return DType::kQ6_K;
     default:
       return t;
   }
@@ -135,10 +165,12 @@ bool CanInterleave(DType t, int64_t rows, int64_t in) {
 
 void InterleaveRows(DType t, uint8_t* data, int64_t rows, int64_t in) {
   SKIPKV_CHECK_MSG(CanInterleave(t, rows, in),
-                   "InterleaveRows: Q4_K or Q8_0, rows a multiple of 16, whole blocks");
+                   "InterleaveRows: Q4_K, Q6_K or Q8_0, rows a multiple of 16, whole blocks");
   const int64_t nb = in / BlockSize(t);
   if (t == DType::kQ4_K) {
     InterleaveGroups<BlockQ4_K, BlockQ4_Kx16>(data, rows, nb, PutRowQ4_K);
+  } else if (t == DType::kQ6_K) {
+    InterleaveGroups<BlockQ6_K, BlockQ6_Kx16>(data, rows, nb, PutRowQ6_K);
   } else {
     InterleaveGroups<BlockQ8_0, BlockQ8_0x16>(data, rows, nb, PutRowQ8_0);
   }
@@ -151,6 +183,8 @@ void ExtractRow(DType x, const uint8_t* data, int64_t in, int64_t row, void* out
   const int64_t nb = in / BlockSize(file);
   if (x == DType::kQ4_Kx16) {
     ExtractGroupRow<BlockQ4_K, BlockQ4_Kx16>(data, nb, row, static_cast<BlockQ4_K*>(out), GetRowQ4_K);
+  } else if (x == DType::kQ6_Kx16) {
+    ExtractGroupRow<BlockQ6_K, BlockQ6_Kx16>(data, nb, row, static_cast<BlockQ6_K*>(out), GetRowQ6_K);
   } else {
     ExtractGroupRow<BlockQ8_0, BlockQ8_0x16>(data, nb, row, static_cast<BlockQ8_0*>(out), GetRowQ8_0);
   }

@@ -1,5 +1,5 @@
 // Conversion between file rows and skipkv's 16-row interleaved layouts
-// (DType::kQ4_Kx16 and kQ8_0x16, BlockQ4_Kx16 / BlockQ8_0x16 in dtype.h):
+// (DType::kQ4_Kx16, kQ6_Kx16 and kQ8_0x16; their blocks in dtype.h):
 // block b of 16 consecutive rows (a group) in one interleaved block, so that
 // one SIMD lane per row computes 16 dot products at once. Lossless both ways
 // (the Q4_K 12-byte scale record is a bijection of its sixteen 6-bit
@@ -13,8 +13,8 @@
 
 namespace skipkv {
 
-// The interleaved layout of a file type (kQ4_K -> kQ4_Kx16, kQ8_0 ->
-// kQ8_0x16), nullopt for the others; and back (FileTypeOf(kQ4_Kx16) == kQ4_K,
+// The interleaved layout of a file type (kQ4_K -> kQ4_Kx16, kQ6_K ->
+// kQ6_Kx16, kQ8_0 -> kQ8_0x16), nullopt for the others; and back (FileTypeOf(kQ4_Kx16) == kQ4_K,
 // any other type is returned as is).
 std::optional<DType> InterleavedType(DType file_type);
 DType FileTypeOf(DType t);

@@ -392,9 +392,11 @@ TEST(CliRunTest, SkipkvRunsOnAGgufAndBenchReportsItsExtraCost) {
   EXPECT_GT(after, 0);
   EXPECT_DOUBLE_EQ(measured.at("read_gbs").get<double>(), std::max(startup, after));
   EXPECT_EQ(measured.at("decode_prefetch").get<std::string>(),
-            "Q8_0x16 none, Q4_Kx16 4608 B (2 blocks), Q6_K none");
-  EXPECT_NE(tg.out.find("decode weight prefetch: Q8_0x16 none, Q4_Kx16 4608 B (2 blocks), Q6_K none\n"),
-            std::string::npos)
+            "Q8_0x16 none, Q4_Kx16 4608 B (2 blocks), Q6_Kx16 6720 B (2 blocks)");
+  EXPECT_NE(
+      tg.out.find(
+          "decode weight prefetch: Q8_0x16 none, Q4_Kx16 4608 B (2 blocks), Q6_Kx16 6720 B (2 blocks)\n"),
+      std::string::npos)
       << tg.out;
   // SKIPKV_DECODE_PREFETCH replaces the distances and says so; a malformed
   // value is reported with the reason and the defaults stay.
@@ -407,14 +409,17 @@ TEST(CliRunTest, SkipkvRunsOnAGgufAndBenchReportsItsExtraCost) {
   EXPECT_FALSE(fixed.contains("read_gbs_after")) << text;
   EXPECT_EQ(given.out.find("after the test"), std::string::npos) << given.out;
   EXPECT_EQ(fixed.at("decode_prefetch").get<std::string>(),
-            "Q8_0x16 1024 B (2 blocks), Q4_Kx16 4608 B (2 blocks), Q6_K none (SKIPKV_DECODE_PREFETCH)");
+            "Q8_0x16 1024 B (2 blocks), Q4_Kx16 4608 B (2 blocks), Q6_Kx16 6720 B (2 blocks) "
+            "(SKIPKV_DECODE_PREFETCH)");
   CmdResult bad =
       Skipkv("bench -m " + gguf + " -t 1 -p 0 -n 1 -r 1 --bandwidth-gbs 28", "SKIPKV_DECODE_PREFETCH=4k");
   ASSERT_EQ(bad.exit_code, 0) << bad.err;
   EXPECT_NE(bad.err.find("SKIPKV_DECODE_PREFETCH=4k ignored: '4k' is not a byte count"), std::string::npos)
       << bad.err;
-  EXPECT_NE(bad.out.find("decode weight prefetch: Q8_0x16 none, Q4_Kx16 4608 B (2 blocks), Q6_K none\n"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.out.find(
+          "decode weight prefetch: Q8_0x16 none, Q4_Kx16 4608 B (2 blocks), Q6_Kx16 6720 B (2 blocks)\n"),
+      std::string::npos)
       << bad.out;
   std::remove(json.c_str());
   std::remove(gguf.c_str());

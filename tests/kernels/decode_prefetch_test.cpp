@@ -1,5 +1,5 @@
 // The decode prefetch switch (SKIPKV_DECODE_PREFETCH, kernels/decode_prefetch.cpp:
-// the interleaved Q8_0 and Q4_K kernels and Q6_K's): its syntax, its rounding to whole blocks, and
+// the interleaved Q8_0, Q4_K and Q6_K kernels): its syntax, its rounding to whole blocks, and
 // that no distance changes a result on any compiled target (a prefetch only;
 // the kernels' loads must not follow the prefetch pointer).
 #include <gtest/gtest.h>
@@ -26,7 +26,8 @@ struct ResetPrefetch {
 };
 
 TEST(DecodePrefetch, ParsesOneDistanceOrOnePerType) {
-  // A type left out keeps its default: Q8_0x16 none, Q4_Kx16 two 2,304-byte blocks, Q6_K none.
+  // A type left out keeps its default: Q8_0x16 none, Q4_Kx16 two 2,304-byte blocks,
+  // Q6_Kx16 two 3,360-byte ones.
   const struct {
     const char* text;
     int64_t q8_0, q4_k, q6_k;
@@ -35,7 +36,7 @@ TEST(DecodePrefetch, ParsesOneDistanceOrOnePerType) {
       {"0", 0, 0, 0},
       {"1048576", 1 << 20, 1 << 20, 1 << 20},
       {"q8_0=1024,q4_k=0,q6_k=840", 1024, 0, 840},
-      {"q8_0=2048", 2048, 4608, 0},
+      {"q8_0=2048", 2048, 4608, 6720},
       {"q6_k=2100,q4_k=9216", 0, 9216, 2100},
   };
   for (const auto& g : good) {
@@ -83,26 +84,30 @@ TEST(DecodePrefetch, RoundsUpToWholeBlocksAndSaysWhatIsInForce) {
   kernels::internal::ResetDecodePrefetchForTesting();
   EXPECT_EQ(DecodePrefetchBlocks(DType::kQ8_0x16), 0);
   EXPECT_EQ(DecodePrefetchBlocks(DType::kQ4_Kx16), 2);
-  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ6_K), 0);
-  EXPECT_EQ(kernels::DecodePrefetchStatus(), "Q8_0x16 none, Q4_Kx16 4608 B (2 blocks), Q6_K none");
-  kernels::internal::SetDecodePrefetchForTesting({1, 2305, 420});  // blocks: 544, 2,304 and 210 bytes
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ6_Kx16), 2);
+  EXPECT_EQ(kernels::DecodePrefetchStatus(),
+            "Q8_0x16 none, Q4_Kx16 4608 B (2 blocks), Q6_Kx16 6720 B (2 blocks)");
+  // Blocks: 544, 2,304 and 3,360 bytes.
+  kernels::internal::SetDecodePrefetchForTesting({1, 2305, 3361});
   EXPECT_EQ(DecodePrefetchBlocks(DType::kQ8_0x16), 1);
   EXPECT_EQ(DecodePrefetchBlocks(DType::kQ4_Kx16), 2);
-  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ6_K), 2);
-  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ8_0), 0) << "the other file layouts take no setting";
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ6_Kx16), 2);
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ8_0), 0) << "the file layouts take no setting";
   EXPECT_EQ(DecodePrefetchBlocks(DType::kQ4_K), 0);
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ6_K), 0);
   EXPECT_EQ(kernels::DecodePrefetchStatus(),
-            "Q8_0x16 1 B (1 block), Q4_Kx16 2305 B (2 blocks), Q6_K 420 B (2 blocks)");
-  kernels::internal::SetDecodePrefetchForTesting({545, 0, 421});
+            "Q8_0x16 1 B (1 block), Q4_Kx16 2305 B (2 blocks), Q6_Kx16 3361 B (2 blocks)");
+  kernels::internal::SetDecodePrefetchForTesting({545, 0, 420});
   EXPECT_EQ(DecodePrefetchBlocks(DType::kQ8_0x16), 2);
   EXPECT_EQ(DecodePrefetchBlocks(DType::kQ4_Kx16), 0);
-  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ6_K), 3);
-  EXPECT_EQ(kernels::DecodePrefetchStatus(), "Q8_0x16 545 B (2 blocks), Q4_Kx16 none, Q6_K 421 B (3 blocks)");
+  EXPECT_EQ(DecodePrefetchBlocks(DType::kQ6_Kx16), 1);
+  EXPECT_EQ(kernels::DecodePrefetchStatus(),
+            "Q8_0x16 545 B (2 blocks), Q4_Kx16 none, Q6_Kx16 420 B (1 block)");
 }
 
 // Decode (1 token) and a batch ending in a lone token (5 = a 4-token tile and
 // a 1-token one), 1 and 2 threads, on every compiled target, for Q8_0x16,
-// Q4_Kx16 and Q6_K (whose one-token rows prefetch on AVX-512 VNNI): the same
+// Q4_Kx16 and Q6_Kx16: the same
 // bits with the prefetch off, one block ahead, far ahead, and at the largest
 // distance (most prefetches past the end of the matrix, which never fault).
 class DecodePrefetchTargets : public testing::SimdTargetTest {};
@@ -110,7 +115,7 @@ class DecodePrefetchTargets : public testing::SimdTargetTest {};
 TEST_P(DecodePrefetchTargets, NoDistanceChangesAResult) {
   ResetPrefetch reset;
   const int64_t in = 1536, rows = 48;
-  for (const DType type : {DType::kQ8_0x16, DType::kQ4_Kx16, DType::kQ6_K}) {
+  for (const DType type : {DType::kQ8_0x16, DType::kQ4_Kx16, DType::kQ6_Kx16}) {
     const testing::Weights w = testing::MakeWeights(type, in, rows, 91);
     for (const int64_t n : {1, 5}) {
       std::mt19937 rng(92);

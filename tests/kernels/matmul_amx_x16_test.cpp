@@ -1,4 +1,4 @@
-// Batches of interleaved Q8_0 and Q4_K weights on AMX tiles
+// Batches of interleaved Q8_0, Q4_K and Q6_K weights on AMX tiles
 // (matmul_amx_x16_x86.cpp) against the interleaved kernels with AMX off, bit
 // for bit: the AVX-512 VNNI kernel of the native dispatch and the scalar
 // (EMU128) one, two codes that share nothing with the tile kernel and that
@@ -16,6 +16,7 @@
 #include <hwy/targets.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <ostream>
 #include <random>
@@ -91,14 +92,23 @@ class AmxX16Test : public ::testing::TestWithParam<TileRun> {
 using testing::Weights;
 
 // Rows of normal(0, 0.05) floats quantised to FileTypeOf(type) (or, for
-// Q4_K with raw, random bytes: every nibble and 6-bit scale and min),
-// interleaved when `type` is an interleaved type.
+// Q4_K and Q6_K with raw, random bytes: every nibble, 6-bit scale and min;
+// every 6-bit quant and 8-bit scale, -128 included), interleaved when `type`
+// is an interleaved type.
 Weights TileTestWeights(DType type, int64_t in, int64_t rows, uint32_t seed, bool raw = false) {
   if (!raw) return testing::MakeWeights(type, in, rows, seed, 0.05f);
   std::mt19937 rng(seed);
   std::vector<uint8_t> bytes(RowBytes(FileTypeOf(type), in) * rows);
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> scale(-0.01f, 0.01f);
+  if (FileTypeOf(type) == DType::kQ6_K) {
+    for (auto& b : bytes) b = static_cast<uint8_t>(byte(rng));
+    for (size_t blk = 0; blk < bytes.size() / sizeof(BlockQ6_K); ++blk) {
+      const uint16_t d = F32ToF16(scale(rng));
+      std::memcpy(bytes.data() + blk * sizeof(BlockQ6_K) + offsetof(BlockQ6_K, d), &d, 2);
+    }
+    return testing::WrapWeights(type, std::move(bytes), in, rows);
+  }
   for (size_t blk = 0; blk < bytes.size() / sizeof(BlockQ4_K); ++blk) {
     uint8_t* p = bytes.data() + blk * sizeof(BlockQ4_K);
     const uint16_t d = F32ToF16(scale(rng)), dmin = F32ToF16(scale(rng));
@@ -141,7 +151,7 @@ struct Case {
 };
 
 // Token counts from the smallest batch on tiles (AmxMinTokens: Q8_0 8, Q4_K
-// 64): one tile more and one token (9, 65), a partial last tile (23, 71),
+// and Q6_K 64): one tile more and one token (9, 65), a partial last tile (23, 71),
 // several tiles (150), and at in = 8960 two token blocks of about 1 MiB (130
 // tokens: blocks of 104 Q8_0 / 96 Q8_K rows); an odd number of Q8_0 blocks
 // (in = 96: the pipeline's last block has no partner); several row groups
@@ -153,6 +163,8 @@ TEST_P(AmxX16Test, BatchesEqualTheInterleavedKernelsBitForBit) {
       {DType::kQ8_0x16, 16, 8960, 130, false}, {DType::kQ4_Kx16, 16, 256, 64, false},
       {DType::kQ4_Kx16, 48, 1536, 65, false},  {DType::kQ4_Kx16, 32, 512, 71, true},
       {DType::kQ4_Kx16, 64, 768, 150, false},  {DType::kQ4_Kx16, 16, 8960, 130, false},
+      {DType::kQ6_Kx16, 16, 256, 64, false},   {DType::kQ6_Kx16, 48, 1536, 65, false},
+      {DType::kQ6_Kx16, 32, 512, 71, true},    {DType::kQ6_Kx16, 16, 8960, 130, false},
   };
   uint32_t seed = 100;
   for (const Case& c : cases) {
@@ -188,7 +200,7 @@ TEST_P(AmxX16Test, BatchesEqualTheInterleavedKernelsBitForBit) {
 
 // Smaller batches take the interleaved VNNI kernel.
 TEST_P(AmxX16Test, SmallerBatchesStayOffTheTiles) {
-  for (const DType type : {DType::kQ8_0x16, DType::kQ4_Kx16}) {
+  for (const DType type : {DType::kQ8_0x16, DType::kQ4_Kx16, DType::kQ6_Kx16}) {
     SCOPED_TRACE(DTypeName(type));
     const Weights w = TileTestWeights(type, 512, 32, 7);
     const int64_t n = kernels::internal::AmxMinTokens(type) - 1;
@@ -213,7 +225,8 @@ TEST_P(AmxX16Test, BatchesBelowTheThresholdOnTilesWhenLowered) {
     DType type;
     int64_t n;
   };
-  for (const Small c : {Small{DType::kQ8_0x16, 3}, Small{DType::kQ4_Kx16, 16}, Small{DType::kQ4_Kx16, 5}}) {
+  for (const Small c : {Small{DType::kQ8_0x16, 3}, Small{DType::kQ4_Kx16, 16}, Small{DType::kQ4_Kx16, 5},
+                        Small{DType::kQ6_Kx16, 16}, Small{DType::kQ6_Kx16, 3}}) {
     const std::string what = std::string(DTypeName(c.type)) + " n=" + std::to_string(c.n);
     SCOPED_TRACE(what);
     const Weights w = TileTestWeights(c.type, 768, 48, 40 + static_cast<uint32_t>(c.n));
@@ -231,16 +244,19 @@ TEST_P(AmxX16Test, BatchesBelowTheThresholdOnTilesWhenLowered) {
     ExpectEmulatedSince(emulated);
   }
   EXPECT_EQ(kernels::internal::AmxMinTokens(DType::kQ4_Kx16), 64) << "the defaults are back";
+  EXPECT_EQ(kernels::internal::AmxMinTokens(DType::kQ6_Kx16), 64);
   EXPECT_EQ(kernels::internal::AmxMinTokens(DType::kQ8_0x16), 8);
 }
 
 // In one group with file-layout Q8_0 and Q6_K (which never use the tiles), on
-// the ordinary and the guarded loop (n <= 16: Q8_0x16 on tiles, Q4_Kx16 not;
-// n = 70: both on tiles), each product gives what it gives alone with AMX off.
+// the ordinary and the guarded loop (n <= 16: Q8_0x16 on tiles, Q4_Kx16 and
+// Q6_Kx16 not; n = 70: all three on tiles, a thread switching between the
+// two tile configurations), each product gives what it gives alone with AMX off.
 TEST_P(AmxX16Test, GroupWithFileLayoutProducts) {
   const int64_t in = 512;
   const Weights q8x = TileTestWeights(DType::kQ8_0x16, in, 48, 21),
-                q4x = TileTestWeights(DType::kQ4_Kx16, in, 32, 22);
+                q4x = TileTestWeights(DType::kQ4_Kx16, in, 32, 22),
+                q6x = TileTestWeights(DType::kQ6_Kx16, in, 32, 25);
   const Weights q8 = TileTestWeights(DType::kQ8_0, in, 24, 23),
                 q6 = TileTestWeights(DType::kQ6_K, in, 40, 24);
   for (const int64_t n : {int64_t{12}, int64_t{70}}) {
@@ -248,20 +264,26 @@ TEST_P(AmxX16Test, GroupWithFileLayoutProducts) {
     SetMode(AmxMode::kOff);
     const auto want8x = Product(q8x.view, x, n, 1), want4x = Product(q4x.view, x, n, 1);
     const auto want6 = Product(q6.view, x, n, 1), want8 = Product(q8.view, x, n, 1);
+    const auto want6x = Product(q6x.view, x, n, 1);
     SetTilesOn();
     const int64_t emulated = testing::AmxInstructionsEmulated();
     for (const bool guarded : {false, true}) {
       const std::string what = "n=" + std::to_string(n) + (guarded ? " guarded" : "");
       ThreadPool pool(3);
       pool.SetBackupExecution(guarded);
-      std::vector<float> y8x(48 * n, NAN), y4x(32 * n, NAN), y8(24 * n, NAN), y6(40 * n, NAN);
-      const kernels::MatMulOut outs[] = {
-          {&q8x.view, y8x.data()}, {&q8.view, y8.data()}, {&q4x.view, y4x.data()}, {&q6.view, y6.data()}};
+      std::vector<float> y8x(48 * n, NAN), y4x(32 * n, NAN), y8(24 * n, NAN), y6(40 * n, NAN),
+          y6x(32 * n, NAN);
+      const kernels::MatMulOut outs[] = {{&q8x.view, y8x.data()},
+                                         {&q8.view, y8.data()},
+                                         {&q4x.view, y4x.data()},
+                                         {&q6x.view, y6x.data()},
+                                         {&q6.view, y6.data()}};
       kernels::MatMulGroup(outs, x.data(), n, pool);
       ExpectBitEqual(y8x, want8x, "Q8_0x16 " + what);
       ExpectBitEqual(y4x, want4x, "Q4_Kx16 " + what);
       ExpectBitEqual(y8, want8, "Q8_0 " + what);
       ExpectBitEqual(y6, want6, "Q6_K " + what);
+      ExpectBitEqual(y6x, want6x, "Q6_Kx16 " + what);
     }
     ExpectEmulatedSince(emulated);
   }

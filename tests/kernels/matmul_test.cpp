@@ -58,7 +58,7 @@ std::vector<float> QuantisedActivations(DType t, const std::vector<float>& x) {
       const float d = amax / 127.f, id = d != 0.f ? 1.f / d : 0.f;
       for (int j = 0; j < 32; ++j) out[b * 32 + j] = std::nearbyint(x[b * 32 + j] * id) * d;
     }
-  } else if (t == DType::kQ4_K || t == DType::kQ4_Kx16 || t == DType::kQ6_K) {
+  } else if (t == DType::kQ4_K || t == DType::kQ4_Kx16 || t == DType::kQ6_K || t == DType::kQ6_Kx16) {
     std::vector<BlockQ8_K> q(x.size() / 256);
     QuantizeRow(DType::kQ8_K, x.data(), q.data(), x.size());
     DequantizeRow(DType::kQ8_K, q.data(), out.data(), x.size());
@@ -205,12 +205,12 @@ TEST_P(MatMulTest, Q4KDecodeBeyondStackedPairSums) {
   ExpectBatchMatchesOracleAndMatVec(DType::kQ4_K, 128 * 256, 45, 2, 2, 43, 1);
 }
 
-// Q4_K and Q8_0 interleaved in groups of 16 rows (kQ4_Kx16, kQ8_0x16): against the
+// Q4_K, Q6_K and Q8_0 interleaved in groups of 16 rows (kQ4_Kx16, kQ6_Kx16, kQ8_0x16): against the
 // oracle, across thread counts and as lone MatVecs, for decode-sized and
 // cache-blocked batches (in = 2560: several token blocks at n = 9; 1104 rows:
 // several row slices per chunk), with 1 to 4-token tiles.
 TEST_P(MatMulTest, InterleavedMatchesReferenceAndMatVec) {
-  for (const DType t : {DType::kQ4_Kx16, DType::kQ8_0x16}) {
+  for (const DType t : {DType::kQ4_Kx16, DType::kQ6_Kx16, DType::kQ8_0x16}) {
     ExpectBatchMatchesOracleAndMatVec(t, 1536, 64, 1, 3, 61, 1);
     ExpectBatchMatchesOracleAndMatVec(t, 1536, 48, 7, 2, 62, 1);
     ExpectBatchMatchesOracleAndMatVec(t, 2560, 1104, 9, 2, 63, 4);
@@ -243,7 +243,7 @@ void ExpectSameBitsOnEveryTargetCloseToFileLayout(DType type) {
 }
 
 TEST(MatMulInterleaved, SameBitsOnEveryTargetCloseToFileLayout) {
-  for (const DType x : {DType::kQ4_Kx16, DType::kQ8_0x16}) {
+  for (const DType x : {DType::kQ4_Kx16, DType::kQ6_Kx16, DType::kQ8_0x16}) {
     SCOPED_TRACE(DTypeName(x));
     ExpectSameBitsOnEveryTargetCloseToFileLayout(x);
   }
@@ -260,9 +260,9 @@ TEST_P(MatMulTest, GroupMatchesLoneProducts) {
   const struct {
     DType type;
     int64_t rows;
-  } parts[] = {{DType::kQ4_K, 133},   {DType::kQ6_K, 40},   {DType::kQ4_K, 7},  {DType::kQ8_0, 64},
-               {DType::kF16, 21},     {DType::kBF16, 9},    {DType::kQ4_0, 33}, {DType::kF32, 5},
-               {DType::kQ4_Kx16, 48}, {DType::kQ8_0x16, 32}};
+  } parts[] = {{DType::kQ4_K, 133},   {DType::kQ6_K, 40},    {DType::kQ4_K, 7},    {DType::kQ8_0, 64},
+               {DType::kF16, 21},     {DType::kBF16, 9},     {DType::kQ4_0, 33},   {DType::kF32, 5},
+               {DType::kQ4_Kx16, 48}, {DType::kQ8_0x16, 32}, {DType::kQ6_Kx16, 32}};
   std::vector<Weights> ws;
   for (size_t i = 0; i < std::size(parts); ++i) ws.push_back(MakeWeights(parts[i].type, in, parts[i].rows, 50 + i));
   for (const int64_t n : {1, 5}) {
@@ -321,7 +321,8 @@ TEST_P(MatMulTest, GuardedDecodeMatchesLoneProducts) {
       {{DType::kQ4_K, 133}, {DType::kQ6_K, 40}, {DType::kF16, 21}, {DType::kQ8_0, 64}},
       {{DType::kBF16, 9}, {DType::kQ4_0, 33}, {DType::kF32, 5}, {DType::kQ4_K, 7}},
       {{DType::kQ4_Kx16, 64}, {DType::kQ6_K, 40}, {DType::kQ4_K, 7}, {DType::kQ8_0x16, 48}},
-      {{DType::kQ6_K, 300}}};
+      {{DType::kQ6_K, 300}},
+      {{DType::kQ6_Kx16, 96}, {DType::kQ4_Kx16, 16}}};
   for (size_t g = 0; g < groups.size(); ++g) {
     std::vector<Weights> ws;
     for (size_t i = 0; i < groups[g].size(); ++i) ws.push_back(MakeWeights(groups[g][i].first, in, groups[g][i].second, 90 + i));

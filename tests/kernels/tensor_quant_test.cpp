@@ -376,6 +376,45 @@ TEST(Q8_0Interleave, FieldsWhereTheLayoutSaysAndRowsComeBack) {
   }
 }
 
+// Q6_K: each row's d, scales and every element's 6-bit quant (as DequantQ6_K
+// reads it from ql/qh) where BlockQ6_Kx16's comments say, and back byte for byte.
+TEST(Q6KInterleave, FieldsWhereTheLayoutSaysAndRowsComeBack) {
+  for (const int64_t in : {256, 512}) {
+    const int64_t rows = 32, nb = in / 256;
+    std::mt19937 rng(23 + static_cast<uint32_t>(in));
+    std::vector<uint8_t> src(RowBytes(DType::kQ6_K, in) * rows);
+    for (auto& b : src) b = static_cast<uint8_t>(rng());
+    auto x = src;
+    InterleaveRows(DType::kQ6_K, x.data(), rows, in);
+    EXPECT_NE(0, std::memcmp(x.data(), src.data(), src.size()));
+    const auto* groups = reinterpret_cast<const BlockQ6_Kx16*>(x.data());
+    std::vector<BlockQ6_K> row(nb);
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto* w = reinterpret_cast<const BlockQ6_K*>(src.data() + r * RowBytes(DType::kQ6_K, in));
+      const int rr = static_cast<int>(r % 16);
+      for (int64_t b = 0; b < nb; ++b) {
+        const BlockQ6_Kx16& g = groups[(r / 16) * nb + b];
+        EXPECT_EQ(g.d[rr], w[b].d);
+        for (int j = 0; j < 16; ++j) EXPECT_EQ(g.sc[j][rr], w[b].scales[j]) << "row " << r << " j " << j;
+        for (int e = 0; e < 256; ++e) {
+          // ggml's Q6_K: in half h, l = e % 32 and i = (e % 128) / 32, the low
+          // bits in ql[64 h + l + 32 (i % 2)] (nibble i / 2), the top bits in
+          // qh[32 h + l] bits 2 i, 2 i + 1.
+          const int h = e / 128, i = (e % 128) / 32, l = e % 32;
+          const int want = ((w[b].ql[64 * h + l + 32 * (i % 2)] >> (4 * (i / 2))) & 15) |
+                           (((w[b].qh[32 * h + l] >> (2 * i)) & 3) << 4);
+          const int c = l / 4, k = l % 4;
+          const int got = ((g.qs[h][c][i % 2][4 * rr + k] >> (4 * (i / 2))) & 15) |
+                          (((g.qs[h][c][2][4 * rr + k] >> (2 * i)) & 3) << 4);
+          EXPECT_EQ(got, want) << "row " << r << " e " << e;
+        }
+      }
+      ExtractRow(DType::kQ6_Kx16, x.data(), in, r, row.data());
+      ASSERT_EQ(0, std::memcmp(row.data(), w, RowBytes(DType::kQ6_K, in))) << "in " << in << " row " << r;
+    }
+  }
+}
+
 TEST(Q4KInterleave, OnlyWholeGroupsAndNeverAFileType) {
   EXPECT_TRUE(CanInterleave(DType::kQ4_K, 16, 256));
   EXPECT_TRUE(CanInterleave(DType::kQ8_0, 32, 64));
@@ -383,9 +422,11 @@ TEST(Q4KInterleave, OnlyWholeGroupsAndNeverAFileType) {
   EXPECT_FALSE(CanInterleave(DType::kQ4_K, 0, 256));
   EXPECT_FALSE(CanInterleave(DType::kQ4_K, 16, 128));
   EXPECT_FALSE(CanInterleave(DType::kQ8_0, 16, 48));
-  EXPECT_FALSE(CanInterleave(DType::kQ6_K, 16, 256));
+  EXPECT_TRUE(CanInterleave(DType::kQ6_K, 16, 256));
+  EXPECT_FALSE(CanInterleave(DType::kQ6_K, 8, 256));
+  EXPECT_FALSE(CanInterleave(DType::kQ4_0, 16, 256));
   EXPECT_FALSE(CanInterleave(DType::kQ4_Kx16, 16, 256));
-  for (const DType x : {DType::kQ4_Kx16, DType::kQ8_0x16}) {
+  for (const DType x : {DType::kQ4_Kx16, DType::kQ8_0x16, DType::kQ6_Kx16}) {
     EXPECT_FALSE(LookupDType(static_cast<uint32_t>(x)).has_value());
     EXPECT_FALSE(DTypeFromName(DTypeName(x)).has_value());
     EXPECT_EQ(RowBytes(x, 512), RowBytes(FileTypeOf(x), 512));

@@ -270,7 +270,8 @@ std::string WriteTinyLlama(const char* type, uint64_t seed, const std::string& t
   return MakeRandomModel(o).ok() ? o.output_path : "";
 }
 
-// InterleaveWeights on model files (Q4_K, Q8_0): weights read into memory
+// InterleaveWeights on model files (Q4_K, Q8_0, and Q4_K_M's mix of Q4_K and
+// Q6_K): weights read into memory
 // are rewritten in place (every matrix of whole 16-row groups, the token
 // embedding included, whose rows GetRow then takes out of their groups);
 // mapped weights are left alone. Both compute the same logits up to the
@@ -278,7 +279,7 @@ std::string WriteTinyLlama(const char* type, uint64_t seed, const std::string& t
 // a last-bit difference can move an activation to the next int8 step: the
 // reference tests' 3e-2; the per-product agreement is in the kernel tests).
 TEST(ModelForward, ReadWeightsAreInterleavedInPlace) {
-  for (const char* type : {"q4_k", "q8_0"}) {
+  for (const char* type : {"q4_k", "q8_0", "q4_k_m"}) {
     SCOPED_TRACE(type);
     const std::string path = WriteTinyLlama(type, 8, "x16");
     ASSERT_FALSE(path.empty());
@@ -295,6 +296,11 @@ TEST(ModelForward, ReadWeightsAreInterleavedInPlace) {
     for (const TensorView& t : (*mapped)->tensors) n += CanInterleave(t.type, t.NumRows(), t.ne[0]);
     ASSERT_GT(n, 0);
     EXPECT_EQ(InterleaveWeights(**read), n);
+    if (std::string(type) == "q4_k_m") {  // its attn_v / ffn_down of some layers and output are Q6_K
+      int q6 = 0;
+      for (const TensorView& t : (*read)->tensors) q6 += t.type == DType::kQ6_Kx16;
+      EXPECT_GT(q6, 0);
+    }
     EXPECT_EQ(FileTypeOf((*read)->FindTensor("token_embd.weight")->type),
               (*mapped)->FindTensor("token_embd.weight")->type);
     EXPECT_NE((*read)->FindTensor("token_embd.weight")->type,
@@ -313,12 +319,12 @@ TEST(ModelForward, ReadWeightsAreInterleavedInPlace) {
 
 // The forward pass over interleaved weights with the AMX tile kernels on
 // gives the logits of AMX off bit for bit: a 66-token prefill runs on tiles
-// (Q4_K from 64 tokens, Q8_0 from 8), a 9-token chunk on them for Q8_0, the
+// (Q4_K and Q4_K_M's Q6_K from 64 tokens, Q8_0 from 8), a 9-token chunk on them for Q8_0, the
 // single tokens between on the VNNI kernel (kernels/matmul_amx_x16_x86.cpp).
 // `set_tiles` turns the tiles on and says whether it could.
 void ExpectTilesGiveTheLogitsOfAmxOff(const std::function<bool()>& set_tiles, bool trapped) {
   using kernels::internal::AmxMode;
-  for (const char* type : {"q4_k", "q8_0"}) {
+  for (const char* type : {"q4_k", "q8_0", "q4_k_m"}) {
     SCOPED_TRACE(type);
     const std::string path = WriteTinyLlama(type, 12, "amx");
     ASSERT_FALSE(path.empty());
