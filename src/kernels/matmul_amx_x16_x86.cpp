@@ -430,29 +430,44 @@ SKIPKV_AMX_X16_ATTR void Q4KGroupTokens(const Q4KGroup& g, int64_t nsb, const ui
   }
 }
 
-template <class Tiles>
-SKIPKV_AMX_X16_ATTR void Q4KX16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
-  const int64_t nsb = a.in / kQK_K;
+// Rows [r0, r1) of a superblock type (Q4_Kx16, Q6_Kx16) on tiles shaped by
+// `cfg`: tokens in blocks of about 1 MiB, row groups inner, each group
+// unpacked once per token block. Per token block begin_block(tb, te); per
+// group unpack(its first block); per kTok tokens from t0
+// group_tokens(their activation rows, t0 - tb, acc).
+template <class Tiles, class BeginBlock, class Unpack, class GroupTokens>
+SKIPKV_AMX_X16_ATTR void SuperblockRows(const MatArgs& a, int64_t r0, int64_t r1, const TileConfig& cfg,
+                                        BeginBlock begin_block, Unpack unpack, GroupTokens group_tokens) {
   const int64_t per_block = TokensPerBlock(a.act_row_bytes);
   thread_local std::vector<uint8_t> pad;
-  thread_local Q4KGroup g;
-  thread_local TokenSums ts;
   const TokenGroups groups(a, pad);
-  Tiles::Configure(kTileConfig);
+  Tiles::Configure(cfg);
   for (int64_t tb = 0; tb < a.n; tb += per_block) {
     const int64_t te = std::min(a.n, tb + per_block);
-    FillTokenSums(a, tb, te, nsb, ts);
+    begin_block(tb, te);
     for (int64_t r = r0; r < r1; r += kRows) {
-      UnpackQ4KGroup(reinterpret_cast<const BlockQ4_Kx16*>(a.w + static_cast<size_t>(r) * a.w_row_bytes), nsb,
-                     g);
+      unpack(a.w + static_cast<size_t>(r) * a.w_row_bytes);
       for (int64_t t0 = tb; t0 < te; t0 += kTok) {
         __m512 acc[kTok];
-        Q4KGroupTokens<Tiles>(g, nsb, groups(t0), a.act_row_bytes, ts, t0 - tb, acc);
+        group_tokens(groups(t0), t0 - tb, acc);
         StoreTokens(a, acc, t0, r);
       }
     }
   }
   Tiles::Release();
+}
+
+template <class Tiles>
+SKIPKV_AMX_X16_ATTR void Q4KX16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
+  const int64_t nsb = a.in / kQK_K;
+  thread_local Q4KGroup g;
+  thread_local TokenSums ts;
+  SuperblockRows<Tiles>(
+      a, r0, r1, kTileConfig, [&](int64_t tb, int64_t te) { FillTokenSums(a, tb, te, nsb, ts); },
+      [&](const uint8_t* w)
+          SKIPKV_AMX_X16_ATTR { UnpackQ4KGroup(reinterpret_cast<const BlockQ4_Kx16*>(w), nsb, g); },
+      [&](const uint8_t* act, int64_t t_in_block, __m512* acc)
+          SKIPKV_AMX_X16_ATTR { Q4KGroupTokens<Tiles>(g, nsb, act, a.act_row_bytes, ts, t_in_block, acc); });
 }
 
 // ---- Q6_Kx16 ----
@@ -540,24 +555,13 @@ SKIPKV_AMX_X16_ATTR void Q6KGroupTokens(const Q6KGroup& g, int64_t nsb, const ui
 template <class Tiles>
 SKIPKV_AMX_X16_ATTR void Q6KX16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
   const int64_t nsb = a.in / kQK_K;
-  const int64_t per_block = TokensPerBlock(a.act_row_bytes);
-  thread_local std::vector<uint8_t> pad;
   thread_local Q6KGroup g;
-  const TokenGroups groups(a, pad);
-  Tiles::Configure(kTileConfigK16);
-  for (int64_t tb = 0; tb < a.n; tb += per_block) {
-    const int64_t te = std::min(a.n, tb + per_block);
-    for (int64_t r = r0; r < r1; r += kRows) {
-      UnpackQ6KGroup(reinterpret_cast<const BlockQ6_Kx16*>(a.w + static_cast<size_t>(r) * a.w_row_bytes), nsb,
-                     g);
-      for (int64_t t0 = tb; t0 < te; t0 += kTok) {
-        __m512 acc[kTok];
-        Q6KGroupTokens<Tiles>(g, nsb, groups(t0), a.act_row_bytes, acc);
-        StoreTokens(a, acc, t0, r);
-      }
-    }
-  }
-  Tiles::Release();
+  SuperblockRows<Tiles>(
+      a, r0, r1, kTileConfigK16, [](int64_t, int64_t) {},
+      [&](const uint8_t* w)
+          SKIPKV_AMX_X16_ATTR { UnpackQ6KGroup(reinterpret_cast<const BlockQ6_Kx16*>(w), nsb, g); },
+      [&](const uint8_t* act, int64_t, __m512* acc)
+          SKIPKV_AMX_X16_ATTR { Q6KGroupTokens<Tiles>(g, nsb, act, a.act_row_bytes, acc); });
 }
 
 }  // namespace

@@ -28,7 +28,9 @@ constexpr int kX16Rows = 16;
 // although cache-resident the interleaved kernel is twice as fast (perhaps because a block's fields are read
 // out of address order: the top-bit records, then quants and low-bit records by turns, d and dmin last); with
 // the prefetch 27-34 GB/s (AVX2: 27-30; BENCHMARKS.md). Q8_0x16's default is none: read in address order, it
-// kept up without one, and 4-16 blocks ahead were 0.64-0.99x (ninth session).
+// kept up without one, and 4-16 blocks ahead were 0.64-0.99x (ninth session). Q6_Kx16's default is 2
+// blocks (6.6 KiB), although read in address order: without it one core read a cold matrix at 20-22 GB/s
+// against 24-29 for the file layout's rows, with it 27-30 (twelfth session).
 //
 // Batches prefetch on their first pass over a row block's weights only (the
 // first tile of its first token block, X16Rows): later tiles and token
@@ -36,7 +38,8 @@ constexpr int kX16Rows = 16;
 // a 16-token batch from memory on one Zen 5 core 1.4-1.8x with it, 1.2-1.5x
 // at 4 threads on 2 vCPUs; 512 tokens unchanged (BENCHMARKS.md, eighth
 // session). Q8_0x16 batches (VNNI) kQ8X16BatchPrefetchBlocks of 544 bytes
-// ahead, as far: medians +2-8 %.
+// ahead, as far: medians +2-8 %. Q6_Kx16 batches take Q4_Kx16's distance
+// (not measured on their own).
 constexpr int64_t kX16BatchPrefetchBlocks = 2;
 constexpr int64_t kQ8X16BatchPrefetchBlocks = 8;
 
@@ -497,21 +500,9 @@ HWY_INLINE void Q8_0x16Tile(const BlockQ8_0x16* w, int64_t nb, const ActQ8* cons
 // (c / 4 = `half`), each run summing into four sub-blocks.
 
 #if SKIPKV_VNNI
-// The four 6-bit quant vectors of one chunk triple: q[i] = q_{e + 32 i} as u8.
-HWY_INLINE void Q6x16Quants(const uint8_t (*chunk)[64], __m512i* q) {
-  const __m512i lo4 = _mm512_set1_epi8(0x0f), top = _mm512_set1_epi8(0x30);
-  const __m512i x0 = _mm512_loadu_si512(chunk[0]), x1 = _mm512_loadu_si512(chunk[1]);
-  const __m512i xh = _mm512_loadu_si512(chunk[2]);
-  // The 16-bit shifts move bits across bytes only into bits the masks clear.
-  q[0] = _mm512_or_si512(_mm512_and_si512(x0, lo4), _mm512_and_si512(_mm512_slli_epi16(xh, 4), top));
-  q[1] = _mm512_or_si512(_mm512_and_si512(x1, lo4), _mm512_and_si512(_mm512_slli_epi16(xh, 2), top));
-  q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(x0, 4), lo4), _mm512_and_si512(xh, top));
-  q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(x1, 4), lo4),
-                         _mm512_and_si512(_mm512_srli_epi16(xh, 2), top));
-}
-
-// The two of them that chunk s (0 or 1) of a triple holds the low bits of:
-// q[0] = q_{e + 32 s}, q[1] = q_{e + 32 (s + 2)}.
+// The two 6-bit quant vectors (u8) whose low bits chunk s (0 or 1) of a
+// triple holds: q[0] = q_{e + 32 s}, q[1] = q_{e + 32 (s + 2)}. (The 16-bit
+// shifts move bits across bytes only into bits the masks clear.)
 template <int S>
 HWY_INLINE void Q6x16QuantPair(const uint8_t (*chunk)[64], __m512i* q) {
   const __m512i lo4 = _mm512_set1_epi8(0x0f), top = _mm512_set1_epi8(0x30);
@@ -519,6 +510,13 @@ HWY_INLINE void Q6x16QuantPair(const uint8_t (*chunk)[64], __m512i* q) {
   q[0] = _mm512_or_si512(_mm512_and_si512(x, lo4), _mm512_and_si512(_mm512_slli_epi16(xh, 4 - 2 * S), top));
   q[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(x, 4), lo4),
                          _mm512_and_si512(S == 0 ? xh : _mm512_srli_epi16(xh, 2), top));
+}
+// All four: q[i] = q_{e + 32 i}.
+HWY_INLINE void Q6x16Quants(const uint8_t (*chunk)[64], __m512i* q) {
+  __m512i even[2], odd[2];
+  Q6x16QuantPair<0>(chunk, even);
+  Q6x16QuantPair<1>(chunk, odd);
+  q[0] = even[0], q[1] = odd[0], q[2] = even[1], q[3] = odd[1];
 }
 
 // 16 rows x NT tokens: out[16 t + r]. One token sums four sub-blocks per
