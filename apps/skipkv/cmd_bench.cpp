@@ -130,6 +130,7 @@ int RunBench(const BenchOptions& o) {
               fb.parameters() / 1e9, fb.WeightsLoad().c_str(), ForwardBench::SimdTarget(), o.kv_type.c_str());
   std::printf("AMX tiles: %s\n", ForwardBench::AmxStatus().c_str());
   std::printf("decode weight prefetch: %s\n", ForwardBench::DecodePrefetchStatus().c_str());
+  std::printf("decode weight streams (AVX-512 VNNI): %s\n", ForwardBench::DecodeStreamsStatus().c_str());
   // The bandwidth limit tg<N> is held against: --bandwidth-gbs, or measured
   // once per thread count before any test (1 GiB read 6 times, ~1 s) and
   // again after that count's tg test.
@@ -249,6 +250,7 @@ int RunBench(const BenchOptions& o) {
                           {"simd", ForwardBench::SimdTarget()},
                           {"amx", ForwardBench::AmxStatus()},
                           {"decode_prefetch", ForwardBench::DecodePrefetchStatus()},
+                          {"decode_streams", ForwardBench::DecodeStreamsStatus()},
                           {"tokens_per_s", s.tokens_per_s},
                           {"median_tokens_per_s", s.Median()},
                           {"weight_bytes", weight_bytes},

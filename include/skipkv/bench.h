@@ -83,6 +83,7 @@ class ForwardBench {
   static const char* SimdTarget();       // the Highway target the kernels dispatch to
   static std::string AmxStatus();        // AMX tiles: "on (Q8_0, Q4_K weights)" or "off (reason)"
   static std::string DecodePrefetchStatus();  // the decode tiles' weight prefetch (SKIPKV_DECODE_PREFETCH)
+  static std::string DecodeStreamsStatus();   // the decode tiles' weight streams (SKIPKV_DECODE_STREAMS)
 
   // Memory read bandwidth on this machine with the current thread count, on
   // the thread pool the tests use: the upper bound a decode step's weight

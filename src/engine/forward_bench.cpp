@@ -322,6 +322,7 @@ size_t ForwardBench::decode_weight_bytes() const {
 const char* ForwardBench::SimdTarget() { return kernels::SimdTargetName(); }
 std::string ForwardBench::AmxStatus() { return kernels::AmxStatus(); }
 std::string ForwardBench::DecodePrefetchStatus() { return kernels::DecodePrefetchStatus(); }
+std::string ForwardBench::DecodeStreamsStatus() { return kernels::DecodeStreamsStatus(); }
 
 StatusOr<double> ForwardBench::ReadBandwidthGBs(size_t array_bytes, int passes) {
   if (array_bytes < (size_t{1} << 20) || passes < 1) {

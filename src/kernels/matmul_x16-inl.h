@@ -55,76 +55,101 @@ HWY_INLINE __m512i X16Six(const uint8_t* lo, __m512i hi4, int j) {
                          _mm512_and_si512(_mm512_srli_epi32(hi4, 2 * j), _mm512_set1_epi32(0x30)));
 }
 
-// 16 rows x NT tokens: out[16 t + r]. y[t]: token t's blocks, pairs[t]: its
-// Q8KBsumPairs.
+// Block b of one group for NT tokens: acc[t] += its products. y[t]: token
+// t's blocks, pairs[t]: its Q8KBsumPairs.
+template <int NT>
+HWY_INLINE void Q4Kx16BlockVnni(const BlockQ4_Kx16& g, int64_t b, const BlockQ8_K* const* y,
+                                const int32_t* const* pairs, __m512* acc) {
+  const __m512i lo4 = _mm512_set1_epi8(0x0f);
+  const __m512i sc_hi4 = _mm512_slli_epi32(
+      _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.sc_hi))), 4);
+  const __m512i m_hi4 = _mm512_slli_epi32(
+      _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.m_hi))), 4);
+  __m512i sumi[NT], msum[NT];
+  SKIPKV_UNROLL
+  for (int t = 0; t < NT; ++t) sumi[t] = msum[t] = _mm512_setzero_si512();
+  SKIPKV_UNROLL
+  for (int p = 0; p < 4; ++p) {
+    // Low nibbles: sub-block 2p (s0); high nibbles: 2p + 1 (s1). One token
+    // keeps two chains per sub-block (even and odd chunks) for latency.
+    constexpr int kChains = NT == 1 ? 2 : 1;
+    __m512i s0[NT][kChains], s1[NT][kChains];
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      SKIPKV_UNROLL
+      for (int k = 0; k < kChains; ++k) s0[t][k] = s1[t][k] = _mm512_setzero_si512();
+    }
+    SKIPKV_UNROLL
+    for (int c = 0; c < 8; ++c) {
+      const __m512i x = _mm512_loadu_si512(g.qs[8 * p + c]);
+      const __m512i ql = _mm512_and_si512(x, lo4);
+      const __m512i qh = _mm512_and_si512(_mm512_srli_epi16(x, 4), lo4);
+      SKIPKV_UNROLL
+      for (int t = 0; t < NT; ++t) {
+        int32_t y0, y1;
+        std::memcpy(&y0, y[t][b].qs + 64 * p + 4 * c, 4);
+        std::memcpy(&y1, y[t][b].qs + 64 * p + 32 + 4 * c, 4);
+        s0[t][c % kChains] = _mm512_dpbusd_epi32(s0[t][c % kChains], ql, _mm512_set1_epi32(y0));
+        s1[t][c % kChains] = _mm512_dpbusd_epi32(s1[t][c % kChains], qh, _mm512_set1_epi32(y1));
+      }
+    }
+    const __m512i sc0 = X16Six(g.sc_lo, sc_hi4, 2 * p), sc1 = X16Six(g.sc_lo, sc_hi4, 2 * p + 1);
+    const __m512i m_pair = _mm512_or_si512(X16Six(g.m_lo, m_hi4, 2 * p),
+                                           _mm512_slli_epi32(X16Six(g.m_lo, m_hi4, 2 * p + 1), 16));
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      __m512i a0 = s0[t][0], a1 = s1[t][0];
+      if constexpr (kChains == 2) {
+        a0 = _mm512_add_epi32(a0, s0[t][1]);
+        a1 = _mm512_add_epi32(a1, s1[t][1]);
+      }
+      sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(a0, sc0));
+      sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(a1, sc1));
+      msum[t] = _mm512_dpwssd_epi32(msum[t], m_pair, _mm512_set1_epi32(pairs[t][4 * b + p]));
+    }
+  }
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.d)));
+  const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.dmin)));
+  SKIPKV_UNROLL
+  for (int t = 0; t < NT; ++t) {
+    const __m512 yd = _mm512_set1_ps(y[t][b].d);
+    acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, yd), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+    acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, yd), _mm512_cvtepi32_ps(msum[t]), acc[t]);
+  }
+}
+
+// 16 rows x NT tokens: out[16 t + r].
 template <int NT>
 HWY_INLINE void Q4Kx16TileVnni(const BlockQ4_Kx16* w, int64_t nb, const BlockQ8_K* const* y,
                                const int32_t* const* pairs, float* out, int64_t ahead) {
-  const __m512i lo4 = _mm512_set1_epi8(0x0f);
   __m512 acc[NT];
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     PrefetchBlockAhead(w, b, ahead);
-    const BlockQ4_Kx16& g = w[b];
-    const __m512i sc_hi4 = _mm512_slli_epi32(
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.sc_hi))), 4);
-    const __m512i m_hi4 = _mm512_slli_epi32(
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.m_hi))), 4);
-    __m512i sumi[NT], msum[NT];
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) sumi[t] = msum[t] = _mm512_setzero_si512();
-    SKIPKV_UNROLL
-    for (int p = 0; p < 4; ++p) {
-      // Low nibbles: sub-block 2p (s0); high nibbles: 2p + 1 (s1). One token
-      // keeps two chains per sub-block (even and odd chunks) for latency.
-      constexpr int kChains = NT == 1 ? 2 : 1;
-      __m512i s0[NT][kChains], s1[NT][kChains];
-      SKIPKV_UNROLL
-      for (int t = 0; t < NT; ++t) {
-        SKIPKV_UNROLL
-        for (int k = 0; k < kChains; ++k) s0[t][k] = s1[t][k] = _mm512_setzero_si512();
-      }
-      SKIPKV_UNROLL
-      for (int c = 0; c < 8; ++c) {
-        const __m512i x = _mm512_loadu_si512(g.qs[8 * p + c]);
-        const __m512i ql = _mm512_and_si512(x, lo4);
-        const __m512i qh = _mm512_and_si512(_mm512_srli_epi16(x, 4), lo4);
-        SKIPKV_UNROLL
-        for (int t = 0; t < NT; ++t) {
-          int32_t y0, y1;
-          std::memcpy(&y0, y[t][b].qs + 64 * p + 4 * c, 4);
-          std::memcpy(&y1, y[t][b].qs + 64 * p + 32 + 4 * c, 4);
-          s0[t][c % kChains] = _mm512_dpbusd_epi32(s0[t][c % kChains], ql, _mm512_set1_epi32(y0));
-          s1[t][c % kChains] = _mm512_dpbusd_epi32(s1[t][c % kChains], qh, _mm512_set1_epi32(y1));
-        }
-      }
-      const __m512i sc0 = X16Six(g.sc_lo, sc_hi4, 2 * p), sc1 = X16Six(g.sc_lo, sc_hi4, 2 * p + 1);
-      const __m512i m_pair = _mm512_or_si512(X16Six(g.m_lo, m_hi4, 2 * p),
-                                             _mm512_slli_epi32(X16Six(g.m_lo, m_hi4, 2 * p + 1), 16));
-      SKIPKV_UNROLL
-      for (int t = 0; t < NT; ++t) {
-        __m512i a0 = s0[t][0], a1 = s1[t][0];
-        if constexpr (kChains == 2) {
-          a0 = _mm512_add_epi32(a0, s0[t][1]);
-          a1 = _mm512_add_epi32(a1, s1[t][1]);
-        }
-        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(a0, sc0));
-        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(a1, sc1));
-        msum[t] = _mm512_dpwssd_epi32(msum[t], m_pair, _mm512_set1_epi32(pairs[t][4 * b + p]));
-      }
-    }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.d)));
-    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.dmin)));
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) {
-      const __m512 yd = _mm512_set1_ps(y[t][b].d);
-      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, yd), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
-      acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, yd), _mm512_cvtepi32_ps(msum[t]), acc[t]);
-    }
+    Q4Kx16BlockVnni<NT>(w[b], b, y, pairs, acc);
   }
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + kX16Rows * t, acc[t]);
+}
+
+// One token, S groups read side by side as Q8_0x16StreamsVnni; each group's
+// sums are Q4Kx16TileVnni<1>'s, bit for bit.
+template <int S>
+HWY_INLINE void Q4Kx16StreamsVnni(const BlockQ4_Kx16* const* w, int64_t nb, const BlockQ8_K* y,
+                                  const int32_t* pairs, float* const* out, int64_t ahead) {
+  __m512 acc[S];
+  SKIPKV_UNROLL
+  for (int s = 0; s < S; ++s) acc[s] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    SKIPKV_UNROLL
+    for (int s = 0; s < S; ++s) {
+      PrefetchBlockAhead(w[s], b, ahead);
+      Q4Kx16BlockVnni<1>(w[s][b], b, &y, &pairs, &acc[s]);
+    }
+  }
+  SKIPKV_UNROLL
+  for (int s = 0; s < S; ++s) _mm512_storeu_ps(out[s], acc[s]);
 }
 #elif SKIPKV_X86_INT8
 // AVX2 (and AVX3 without VNNI): each half of a group (8 rows) in a ymm. The
@@ -352,44 +377,70 @@ HWY_INLINE void ActQ8Sums(const ActQ8* a, int64_t nb, int32_t* sums) {
 }
 
 #if SKIPKV_VNNI
+// Block b of one group for NT tokens: acc[t][b % 2] += its products.
+template <int NT>
+HWY_INLINE void Q8_0x16BlockVnni(const BlockQ8_0x16& g, int64_t b, const ActQ8* const* a,
+                                 const int32_t* const* sums, __m512 (*acc)[2]) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  constexpr int kChains = NT == 1 ? 2 : 1;  // one token: two dpbusd chains per block, for latency
+  __m512i s[NT][kChains];
+  SKIPKV_UNROLL
+  for (int t = 0; t < NT; ++t) {
+    s[t][0] = _mm512_set1_epi32(-128 * sums[t][b]);
+    if constexpr (kChains == 2) s[t][1] = _mm512_setzero_si512();
+  }
+  SKIPKV_UNROLL
+  for (int c = 0; c < 8; ++c) {
+    const __m512i u = _mm512_xor_si512(_mm512_loadu_si512(g.qs[c]), flip);
+    SKIPKV_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      int32_t v;
+      std::memcpy(&v, a[t][b].qs + 4 * c, 4);
+      s[t][c % kChains] = _mm512_dpbusd_epi32(s[t][c % kChains], u, _mm512_set1_epi32(v));
+    }
+  }
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.d)));
+  SKIPKV_UNROLL
+  for (int t = 0; t < NT; ++t) {
+    __m512i isum = s[t][0];
+    if constexpr (kChains == 2) isum = _mm512_add_epi32(isum, s[t][1]);
+    acc[t][b % 2] =
+        _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(a[t][b].d)), acc[t][b % 2]);
+  }
+}
+
 template <int NT>
 HWY_INLINE void Q8_0x16TileVnni(const BlockQ8_0x16* w, int64_t nb, const ActQ8* const* a,
                                 const int32_t* const* sums, float* out, int64_t ahead) {
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  constexpr int kChains = NT == 1 ? 2 : 1;  // one token: two dpbusd chains per block, for latency
   __m512 acc[NT][2];
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     PrefetchBlockAhead(w, b, ahead);
-    const BlockQ8_0x16& g = w[b];
-    __m512i s[NT][kChains];
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) {
-      s[t][0] = _mm512_set1_epi32(-128 * sums[t][b]);
-      if constexpr (kChains == 2) s[t][1] = _mm512_setzero_si512();
-    }
-    SKIPKV_UNROLL
-    for (int c = 0; c < 8; ++c) {
-      const __m512i u = _mm512_xor_si512(_mm512_loadu_si512(g.qs[c]), flip);
-      SKIPKV_UNROLL
-      for (int t = 0; t < NT; ++t) {
-        int32_t v;
-        std::memcpy(&v, a[t][b].qs + 4 * c, 4);
-        s[t][c % kChains] = _mm512_dpbusd_epi32(s[t][c % kChains], u, _mm512_set1_epi32(v));
-      }
-    }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.d)));
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) {
-      __m512i isum = s[t][0];
-      if constexpr (kChains == 2) isum = _mm512_add_epi32(isum, s[t][1]);
-      acc[t][b % 2] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(a[t][b].d)),
-                                      acc[t][b % 2]);
-    }
+    Q8_0x16BlockVnni<NT>(w[b], b, a, sums, acc);
   }
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + kX16Rows * t, _mm512_add_ps(acc[t][0], acc[t][1]));
+}
+
+// One token, S groups (w[s] -> out[s], 16 floats each) read side by side,
+// block b of every group before block b + 1: S sequential weight streams.
+// Each group's sums are Q8_0x16TileVnni<1>'s, bit for bit.
+template <int S>
+HWY_INLINE void Q8_0x16StreamsVnni(const BlockQ8_0x16* const* w, int64_t nb, const ActQ8* a,
+                                   const int32_t* sums, float* const* out, int64_t ahead) {
+  __m512 acc[S][2];
+  SKIPKV_UNROLL
+  for (int s = 0; s < S; ++s) acc[s][0] = acc[s][1] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    SKIPKV_UNROLL
+    for (int s = 0; s < S; ++s) {
+      PrefetchBlockAhead(w[s], b, ahead);
+      Q8_0x16BlockVnni<1>(w[s][b], b, &a, &sums, &acc[s]);
+    }
+  }
+  SKIPKV_UNROLL
+  for (int s = 0; s < S; ++s) _mm512_storeu_ps(out[s], _mm512_add_ps(acc[s][0], acc[s][1]));
 }
 #elif SKIPKV_X86_INT8
 // Rows 8 h0 .. 8 (h0 + NH) - 1, as Q4Kx16HalvesAvx2.
@@ -519,11 +570,74 @@ HWY_INLINE void Q6x16Quants(const uint8_t (*chunk)[64], __m512i* q) {
   q[0] = even[0], q[1] = odd[0], q[2] = even[1], q[3] = odd[1];
 }
 
-// 16 rows x NT tokens: out[16 t + r]. One token sums four sub-blocks per
-// pass over a run of four chunk triples; more tokens take two passes of two
-// sub-blocks each (by chunk s), so that their accumulators stay in registers
-// (four at once, 4 tokens spilled: 512-token batches ran 1.1-1.6x slower on
-// one Zen 5 core; decode the same either way).
+// Block b of one group for NT tokens: acc[t] += its products. One token sums
+// four sub-blocks per pass over a run of four chunk triples; more tokens take
+// two passes of two sub-blocks each (by chunk s), so that their accumulators
+// stay in registers (four at once, 4 tokens spilled: 512-token batches ran
+// 1.1-1.6x slower on one Zen 5 core; decode the same either way).
+template <int NT>
+HWY_INLINE void Q6Kx16BlockVnni(const BlockQ6_Kx16& g, int64_t b, const BlockQ8_K* const* y, __m512* acc) {
+  __m512i sumi[NT];
+  SKIPKV_UNROLL
+  for (int t = 0; t < NT; ++t) sumi[t] = _mm512_setzero_si512();
+  SKIPKV_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    SKIPKV_UNROLL
+    for (int half = 0; half < 2; ++half) {
+      // s[t][k]: sub-block 8 h + 2 i + half of the k-th i this pass takes, from -32 * its bsum.
+      constexpr int kPerPass = NT == 1 ? 4 : 2;
+      const auto pass = [&](auto s_c) {
+        constexpr int kS = decltype(s_c)::value;  // -1: all four i; else i = kS, kS + 2
+        const auto i_of = [](int k) { return kS < 0 ? k : kS + 2 * k; };
+        __m512i s[NT][kPerPass];
+        SKIPKV_UNROLL
+        for (int t = 0; t < NT; ++t) {
+          SKIPKV_UNROLL
+          for (int k = 0; k < kPerPass; ++k)
+            s[t][k] = _mm512_set1_epi32(-32 * y[t][b].bsums[8 * h + 2 * i_of(k) + half]);
+        }
+        SKIPKV_UNROLL
+        for (int c = 4 * half; c < 4 * half + 4; ++c) {
+          __m512i q[kPerPass];
+          if constexpr (kS < 0) {
+            Q6x16Quants(g.qs[h][c], q);
+          } else {
+            Q6x16QuantPair<kS>(g.qs[h][c], q);
+          }
+          SKIPKV_UNROLL
+          for (int t = 0; t < NT; ++t) {
+            SKIPKV_UNROLL
+            for (int k = 0; k < kPerPass; ++k) {
+              int32_t v;
+              std::memcpy(&v, y[t][b].qs + 128 * h + 32 * i_of(k) + 4 * c, 4);
+              s[t][k] = _mm512_dpbusd_epi32(s[t][k], q[k], _mm512_set1_epi32(v));
+            }
+          }
+        }
+        SKIPKV_UNROLL
+        for (int k = 0; k < kPerPass; ++k) {
+          const __m512i sc = _mm512_cvtepi8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.sc[8 * h + 2 * i_of(k) + half])));
+          SKIPKV_UNROLL
+          for (int t = 0; t < NT; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(s[t][k], sc));
+        }
+      };
+      if constexpr (NT == 1) {
+        pass(std::integral_constant<int, -1>());
+      } else {
+        pass(std::integral_constant<int, 0>());
+        pass(std::integral_constant<int, 1>());
+      }
+    }
+  }
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.d)));
+  SKIPKV_UNROLL
+  for (int t = 0; t < NT; ++t)
+    acc[t] =
+        _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+}
+
+// 16 rows x NT tokens: out[16 t + r].
 template <int NT>
 HWY_INLINE void Q6Kx16TileVnni(const BlockQ6_Kx16* w, int64_t nb, const BlockQ8_K* const* y, float* out,
                                int64_t ahead) {
@@ -532,68 +646,29 @@ HWY_INLINE void Q6Kx16TileVnni(const BlockQ6_Kx16* w, int64_t nb, const BlockQ8_
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     PrefetchBlockAhead(w, b, ahead);
-    const BlockQ6_Kx16& g = w[b];
-    __m512i sumi[NT];
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) sumi[t] = _mm512_setzero_si512();
-    SKIPKV_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      SKIPKV_UNROLL
-      for (int half = 0; half < 2; ++half) {
-        // s[t][k]: sub-block 8 h + 2 i + half of the k-th i this pass takes, from -32 * its bsum.
-        constexpr int kPerPass = NT == 1 ? 4 : 2;
-        const auto pass = [&](auto s_c) {
-          constexpr int kS = decltype(s_c)::value;  // -1: all four i; else i = kS, kS + 2
-          const auto i_of = [](int k) { return kS < 0 ? k : kS + 2 * k; };
-          __m512i s[NT][kPerPass];
-          SKIPKV_UNROLL
-          for (int t = 0; t < NT; ++t) {
-            SKIPKV_UNROLL
-            for (int k = 0; k < kPerPass; ++k)
-              s[t][k] = _mm512_set1_epi32(-32 * y[t][b].bsums[8 * h + 2 * i_of(k) + half]);
-          }
-          SKIPKV_UNROLL
-          for (int c = 4 * half; c < 4 * half + 4; ++c) {
-            __m512i q[kPerPass];
-            if constexpr (kS < 0) {
-              Q6x16Quants(g.qs[h][c], q);
-            } else {
-              Q6x16QuantPair<kS>(g.qs[h][c], q);
-            }
-            SKIPKV_UNROLL
-            for (int t = 0; t < NT; ++t) {
-              SKIPKV_UNROLL
-              for (int k = 0; k < kPerPass; ++k) {
-                int32_t v;
-                std::memcpy(&v, y[t][b].qs + 128 * h + 32 * i_of(k) + 4 * c, 4);
-                s[t][k] = _mm512_dpbusd_epi32(s[t][k], q[k], _mm512_set1_epi32(v));
-              }
-            }
-          }
-          SKIPKV_UNROLL
-          for (int k = 0; k < kPerPass; ++k) {
-            const __m512i sc = _mm512_cvtepi8_epi32(
-                _mm_loadu_si128(reinterpret_cast<const __m128i*>(g.sc[8 * h + 2 * i_of(k) + half])));
-            SKIPKV_UNROLL
-            for (int t = 0; t < NT; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(s[t][k], sc));
-          }
-        };
-        if constexpr (NT == 1) {
-          pass(std::integral_constant<int, -1>());
-        } else {
-          pass(std::integral_constant<int, 0>());
-          pass(std::integral_constant<int, 1>());
-        }
-      }
-    }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.d)));
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t)
-      acc[t] =
-          _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)), _mm512_cvtepi32_ps(sumi[t]), acc[t]);
+    Q6Kx16BlockVnni<NT>(w[b], b, y, acc);
   }
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + kX16Rows * t, acc[t]);
+}
+
+// One token, S groups read side by side as Q8_0x16StreamsVnni; each group's
+// sums are Q6Kx16TileVnni<1>'s, bit for bit.
+template <int S>
+HWY_INLINE void Q6Kx16StreamsVnni(const BlockQ6_Kx16* const* w, int64_t nb, const BlockQ8_K* y,
+                                  float* const* out, int64_t ahead) {
+  __m512 acc[S];
+  SKIPKV_UNROLL
+  for (int s = 0; s < S; ++s) acc[s] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    SKIPKV_UNROLL
+    for (int s = 0; s < S; ++s) {
+      PrefetchBlockAhead(w[s], b, ahead);
+      Q6Kx16BlockVnni<1>(w[s][b], b, &y, &acc[s]);
+    }
+  }
+  SKIPKV_UNROLL
+  for (int s = 0; s < S; ++s) _mm512_storeu_ps(out[s], acc[s]);
 }
 #elif SKIPKV_X86_INT8
 // AVX2 (and AVX3 without VNNI), a half (8 rows) a ymm as Q4Kx16HalvesAvx2:
@@ -765,6 +840,16 @@ struct Q4_Kx16Kind {
                               float* out, int64_t ahead) {
     Q4Kx16Tile<NT>(w, nb, a, aux, out, ahead);
   }
+#if SKIPKV_VNNI
+  static constexpr bool kHasStreams = true;
+  template <int S>
+  static HWY_INLINE void Streams(const Block* const* w, int64_t nb, const Act* a, const int32_t* aux,
+                                 float* const* out, int64_t ahead) {
+    Q4Kx16StreamsVnni<S>(w, nb, a, aux, out, ahead);
+  }
+#else
+  static constexpr bool kHasStreams = false;
+#endif
 };
 struct Q6_Kx16Kind {
   static constexpr DType kType = DType::kQ6_Kx16;
@@ -780,6 +865,16 @@ struct Q6_Kx16Kind {
                               float* out, int64_t ahead) {
     Q6Kx16Tile<NT>(w, nb, a, out, ahead);
   }
+#if SKIPKV_VNNI
+  static constexpr bool kHasStreams = true;
+  template <int S>
+  static HWY_INLINE void Streams(const Block* const* w, int64_t nb, const Act* a, const int32_t*,
+                                 float* const* out, int64_t ahead) {
+    Q6Kx16StreamsVnni<S>(w, nb, a, out, ahead);
+  }
+#else
+  static constexpr bool kHasStreams = false;
+#endif
 };
 struct Q8_0x16Kind {
   static constexpr DType kType = DType::kQ8_0x16;
@@ -798,7 +893,50 @@ struct Q8_0x16Kind {
                               float* out, int64_t ahead) {
     Q8_0x16Tile<NT>(w, nb, a, aux, out, ahead);
   }
+#if SKIPKV_VNNI
+  static constexpr bool kHasStreams = true;
+  template <int S>
+  static HWY_INLINE void Streams(const Block* const* w, int64_t nb, const Act* a, const int32_t* aux,
+                                 float* const* out, int64_t ahead) {
+    Q8_0x16StreamsVnni<S>(w, nb, a, aux, out, ahead);
+  }
+#else
+  static constexpr bool kHasStreams = false;
+#endif
 };
+
+// One token (a.n == 1) over rows [r0, r1), for the Kinds with Streams: the
+// groups cut into S equal parts, step i taking group i of every part, so that
+// each part is one sequential stream and S of them are read side by side
+// (DecodeStreams, simd_internal.h); the groups left over go one at a time.
+template <class Kind, int S>
+void X16OneTokenStreams(const MatArgs& a, int64_t r0, int64_t r1, int64_t ahead) {
+  using Act = typename Kind::Act;
+  using Block = typename Kind::Block;
+  const int64_t nb = a.in / Kind::kElems;
+  thread_local std::vector<int32_t> aux_buf;
+  aux_buf.resize(static_cast<size_t>(nb * Kind::kAuxPerBlock));
+  const Act* x = reinterpret_cast<const Act*>(a.act);
+  Kind::Aux(x, nb, aux_buf.data());
+  const int32_t* aux = aux_buf.data();
+  const auto* base = reinterpret_cast<const Block*>(a.w + static_cast<size_t>(r0) * a.w_row_bytes);
+  const int64_t groups = (r1 - r0) / kX16Rows, part = groups / S;
+  for (int64_t i = 0; i < part; ++i) {
+    const Block* w[S];
+    float* out[S];
+    SKIPKV_UNROLL
+    for (int s = 0; s < S; ++s) {
+      w[s] = base + (s * part + i) * nb;
+      out[s] = a.y + r0 + (s * part + i) * kX16Rows;
+    }
+    Kind::template Streams<S>(w, nb, x, aux, out, ahead);
+  }
+  for (int64_t g = S * part; g < groups; ++g) {
+    const Act* xs[1] = {x};
+    const int32_t* auxs[1] = {aux};
+    Kind::template Tile<1>(base + g * nb, nb, xs, auxs, a.y + r0 + g * kX16Rows, ahead);
+  }
+}
 
 // Rows [r0, r1) (multiples of 16) for all tokens: groups of 16 rows x tiles
 // of up to 4 tokens, cache-blocked; each token's per-block integers (Kind::Aux)
@@ -814,6 +952,20 @@ void X16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
   thread_local std::vector<int32_t> aux_buf;
   int64_t prev_rb = -1, prev_tb = -1;
   const int64_t one_token_ahead = DecodePrefetchBlocks(Kind::kType);
+  if constexpr (Kind::kHasStreams) {
+    if (a.n == 1) {
+      switch (DecodeStreamCount(Kind::kType)) {
+        case 2:
+          return X16OneTokenStreams<Kind, 2>(a, r0, r1, one_token_ahead);
+        case 4:
+          return X16OneTokenStreams<Kind, 4>(a, r0, r1, one_token_ahead);
+        case 8:
+          return X16OneTokenStreams<Kind, 8>(a, r0, r1, one_token_ahead);
+        default:
+          break;  // 1: the tiles below
+      }
+    }
+  }
   ForEachCacheBlock(
       a, r0, r1, kMaxTok,
       [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {

@@ -145,8 +145,13 @@ std::string AmxStatus();
 // Q8_0, Q4_K and Q6_K weights, e.g. "Q8_0x16 none, Q4_Kx16 4608 B
 // (2 blocks), Q6_Kx16 6720 B (2 blocks)"; SKIPKV_DECODE_PREFETCH=BYTES or
 // q8_0=BYTES,q4_k=BYTES,q6_k=BYTES replaces the defaults
-// (kernels/decode_prefetch.cpp).
+// (kernels/decode_switches.cpp).
 std::string DecodePrefetchStatus();
+// How many weight streams the decode kernels for the interleaved Q8_0, Q4_K
+// and Q6_K weights read side by side on AVX-512 VNNI, e.g. "Q8_0x16 2,
+// Q4_Kx16 1, Q6_Kx16 1"; SKIPKV_DECODE_STREAMS=N or q8_0=N,q4_k=N,q6_k=N
+// (N = 1, 2, 4, 8) replaces the defaults (kernels/decode_switches.cpp).
+std::string DecodeStreamsStatus();
 // Whether Q4_K, Q6_K and Q8_0 weight matrices should be interleaved in groups
 // of 16 rows (DType::kQ4_Kx16, kQ6_Kx16, kQ8_0x16; tensor/interleaved.h) before they reach
 // MatMul: true when the dispatch runs an x86 int8 target (AVX2, AVX3,

@@ -395,4 +395,33 @@ void ResetDecodePrefetchForTesting();
 // when set there.
 std::string DecodePrefetchStatus();
 
+// The weight streams of the decode kernels for Q8_0x16, Q4_Kx16 and Q6_Kx16
+// on the AVX-512 VNNI targets (X16OneTokenStreams, matmul_x16-inl.h): one
+// token's rows of a thread cut into N equal parts, read side by side (block b
+// of every part before block b + 1), so that N sequential streams are in
+// flight instead of one: llama.cpp's AMX decode kernel reads 4 groups of 16
+// rows side by side, and an Intel core's memory parallelism rests on its L2
+// streamer's per-page streams. Defaults from Zen 5 (BENCHMARKS.md, thirteenth
+// session): Q8_0x16 2 (decode 1.04x / 1.03x at 1 / 2 threads, medians of 8 rounds), Q4_Kx16 and
+// Q6_Kx16 1 (4 streams: 0.74x). SKIPKV_DECODE_STREAMS replaces them for one
+// run, as N (every type) or q8_0=N,q4_k=N,q6_k=N, N = 1, 2, 4 or 8: a
+// measurement switch for the Xeon of issue 40. Results never change (each
+// group is summed as the one-stream kernel sums it). Other targets read one
+// stream.
+struct DecodeStreams {
+  int64_t q8_0 = 2;
+  int64_t q4_k = 1;
+  int64_t q6_k = 1;
+};
+// Parses SKIPKV_DECODE_STREAMS's syntax (types left out keep their defaults);
+// false with the reason on a malformed value.
+bool ParseDecodeStreams(std::string_view text, DecodeStreams* out, std::string* why);
+// Streams for kQ8_0x16, kQ4_Kx16 or kQ6_Kx16 (1 for any other type).
+int DecodeStreamCount(DType type);
+// Replaces the setting (tests, bench_amx); Reset: the defaults, not the environment's.
+void SetDecodeStreamsForTesting(const DecodeStreams& p);
+void ResetDecodeStreamsForTesting();
+// "Q8_0x16 2, Q4_Kx16 1, Q6_Kx16 1", with " (SKIPKV_DECODE_STREAMS)" when set there.
+std::string DecodeStreamsStatus();
+
 }  // namespace skipkv::kernels::internal

@@ -393,6 +393,10 @@ TEST(CliRunTest, SkipkvRunsOnAGgufAndBenchReportsItsExtraCost) {
   EXPECT_DOUBLE_EQ(measured.at("read_gbs").get<double>(), std::max(startup, after));
   EXPECT_EQ(measured.at("decode_prefetch").get<std::string>(),
             "Q8_0x16 none, Q4_Kx16 4608 B (2 blocks), Q6_Kx16 6720 B (2 blocks)");
+  EXPECT_EQ(measured.at("decode_streams").get<std::string>(), "Q8_0x16 2, Q4_Kx16 1, Q6_Kx16 1");
+  EXPECT_NE(tg.out.find("decode weight streams (AVX-512 VNNI): Q8_0x16 2, Q4_Kx16 1, Q6_Kx16 1\n"),
+            std::string::npos)
+      << tg.out;
   EXPECT_NE(
       tg.out.find(
           "decode weight prefetch: Q8_0x16 none, Q4_Kx16 4608 B (2 blocks), Q6_Kx16 6720 B (2 blocks)\n"),
@@ -401,7 +405,7 @@ TEST(CliRunTest, SkipkvRunsOnAGgufAndBenchReportsItsExtraCost) {
   // SKIPKV_DECODE_PREFETCH replaces the distances and says so; a malformed
   // value is reported with the reason and the defaults stay.
   CmdResult given = Skipkv("bench -m " + gguf + " -t 1 -p 0 -n 4 -r 1 --bandwidth-gbs 28 --json " + json,
-                           "SKIPKV_DECODE_PREFETCH=q8_0=1024");
+                           "SKIPKV_DECODE_PREFETCH=q8_0=1024 SKIPKV_DECODE_STREAMS=q6_k=4");
   ASSERT_EQ(given.exit_code, 0) << given.err;
   std::getline(std::ifstream(json), text);
   const auto fixed = nlohmann::json::parse(text);
@@ -411,11 +415,19 @@ TEST(CliRunTest, SkipkvRunsOnAGgufAndBenchReportsItsExtraCost) {
   EXPECT_EQ(fixed.at("decode_prefetch").get<std::string>(),
             "Q8_0x16 1024 B (2 blocks), Q4_Kx16 4608 B (2 blocks), Q6_Kx16 6720 B (2 blocks) "
             "(SKIPKV_DECODE_PREFETCH)");
-  CmdResult bad =
-      Skipkv("bench -m " + gguf + " -t 1 -p 0 -n 1 -r 1 --bandwidth-gbs 28", "SKIPKV_DECODE_PREFETCH=4k");
+  EXPECT_EQ(fixed.at("decode_streams").get<std::string>(),
+            "Q8_0x16 2, Q4_Kx16 1, Q6_Kx16 4 (SKIPKV_DECODE_STREAMS)");
+  CmdResult bad = Skipkv("bench -m " + gguf + " -t 1 -p 0 -n 1 -r 1 --bandwidth-gbs 28",
+                         "SKIPKV_DECODE_PREFETCH=4k SKIPKV_DECODE_STREAMS=3");
   ASSERT_EQ(bad.exit_code, 0) << bad.err;
   EXPECT_NE(bad.err.find("SKIPKV_DECODE_PREFETCH=4k ignored: '4k' is not a byte count"), std::string::npos)
       << bad.err;
+  EXPECT_NE(bad.err.find("SKIPKV_DECODE_STREAMS=3 ignored: '3' is not a stream count (1, 2, 4 or 8"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_NE(bad.out.find("decode weight streams (AVX-512 VNNI): Q8_0x16 2, Q4_Kx16 1, Q6_Kx16 1\n"),
+            std::string::npos)
+      << bad.out;
   EXPECT_NE(
       bad.out.find(
           "decode weight prefetch: Q8_0x16 none, Q4_Kx16 4608 B (2 blocks), Q6_Kx16 6720 B (2 blocks)\n"),
