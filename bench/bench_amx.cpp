@@ -27,7 +27,14 @@
 //                 SKIPKV_DECODE_PREFETCH): whether the CPU's hardware
 //                 prefetcher keeps up without one. Counter GB/s (weight bytes
 //                 read per second). Args: prefetch (bytes ahead; -1 the
-//                 defaults), shape index, threads.
+//                 defaults), shape index, threads. Streams at their defaults.
+//   BM_Q8_0x16DecodeStreams, BM_Q4_Kx16DecodeStreams, BM_Q6_Kx16DecodeStreams
+//                 the same with the one-token kernels reading 1, 2, 4 or 8
+//                 weight streams side by side (internal::SetDecodeStreamsForTesting;
+//                 the runs' switch is SKIPKV_DECODE_STREAMS), the prefetch at
+//                 its defaults: whether more streams in flight lift one core's
+//                 read rate (llama.cpp's AMX decode kernel reads 4 at once).
+//                 Args: streams (-1 the defaults), shape index, threads.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -150,6 +157,7 @@ void BM_Q4_Kx16Batch16Tiles(benchmark::State& state) {
 // Decode (one token) with the one-token tiles prefetching range(0) bytes
 // ahead (-1: the defaults, whatever SKIPKV_DECODE_PREFETCH says).
 void RunDecode(benchmark::State& state, DType type) {
+  kernels::internal::ResetDecodeStreamsForTesting();
   const int64_t bytes = state.range(0);
   if (bytes >= 0) {
     kernels::internal::SetDecodePrefetchForTesting({bytes, bytes, bytes});
@@ -164,6 +172,28 @@ void RunDecode(benchmark::State& state, DType type) {
                          benchmark::Counter::kIsRate);
   state.SetLabel(std::string(kernels::SimdTargetName()) + " " + ShapeName(state) + "; " + prefetch);
 }
+// Decode reading range(0) weight streams (-1: the defaults, whatever
+// SKIPKV_DECODE_STREAMS says), the prefetch at its defaults.
+void RunDecodeStreams(benchmark::State& state, DType type) {
+  kernels::internal::ResetDecodePrefetchForTesting();
+  const int64_t n = state.range(0);
+  if (n > 0) {
+    kernels::internal::SetDecodeStreamsForTesting({n, n, n});
+  } else {
+    kernels::internal::ResetDecodeStreamsForTesting();
+  }
+  const std::string streams = kernels::internal::DecodeStreamsStatus();
+  const size_t weight_bytes = TimeMatMul(state, type, 1, size_t{512} << 20);
+  kernels::internal::ResetDecodeStreamsForTesting();
+  state.counters["GB/s"] =
+      benchmark::Counter(1e-9 * static_cast<double>(weight_bytes) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(kernels::SimdTargetName()) + " " + ShapeName(state) + "; " + streams);
+}
+void BM_Q8_0x16DecodeStreams(benchmark::State& state) { RunDecodeStreams(state, DType::kQ8_0x16); }
+void BM_Q4_Kx16DecodeStreams(benchmark::State& state) { RunDecodeStreams(state, DType::kQ4_Kx16); }
+void BM_Q6_Kx16DecodeStreams(benchmark::State& state) { RunDecodeStreams(state, DType::kQ6_Kx16); }
+
 void BM_Q8_0x16Decode(benchmark::State& state) { RunDecode(state, DType::kQ8_0x16); }
 void BM_Q4_Kx16Decode(benchmark::State& state) { RunDecode(state, DType::kQ4_Kx16); }
 void BM_Q6_Kx16Decode(benchmark::State& state) { RunDecode(state, DType::kQ6_Kx16); }
@@ -175,6 +205,15 @@ void DecodeArgs(benchmark::internal::Benchmark* b) {
     }
   }
   b->ArgNames({"prefetch", "shape", "threads"})->UseRealTime()->MinTime(0.2);
+}
+
+void DecodeStreamsArgs(benchmark::internal::Benchmark* b) {
+  for (int threads : {1, 4, 16}) {
+    for (int shape : {0, 1}) {
+      for (int streams : {-1, 1, 2, 4, 8}) b->Args({streams, shape, threads});
+    }
+  }
+  b->ArgNames({"streams", "shape", "threads"})->UseRealTime()->MinTime(0.2);
 }
 
 // The arguments and timing every benchmark here takes.
@@ -198,6 +237,9 @@ BENCHMARK(BM_Q4_Kx16Batch16Tiles)->Apply(Common)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q8_0x16Decode)->Apply(DecodeArgs)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q4_Kx16Decode)->Apply(DecodeArgs)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Q6_Kx16Decode)->Apply(DecodeArgs)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Q8_0x16DecodeStreams)->Apply(DecodeStreamsArgs)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Q4_Kx16DecodeStreams)->Apply(DecodeStreamsArgs)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Q6_Kx16DecodeStreams)->Apply(DecodeStreamsArgs)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace skipkv

@@ -13,7 +13,10 @@ rows of each (benchmark, shape, threads) and prints
 with the reason instead of a figure where a row is an error (e.g. "AMX not
 usable: ..."). Its decode rows (`BM_<type>Decode/prefetch:<bytes>/...`, GB/s
 of weights read, the one-token tiles prefetching that many bytes ahead, -1
-the defaults) make a second table, one column per distance, and
+the defaults) make a second table, one column per distance, and its decode
+stream rows (`BM_<type>DecodeStreams/streams:<n>/...`, the one-token kernels
+reading n weight streams side by side, -1 the defaults) a third, one column
+per stream count;
 
   --pick FILE  writes the SKIPKV_DECODE_PREFETCH value the rows call for to
                FILE (an empty file when the defaults stand). The rule, fixed
@@ -26,14 +29,17 @@ the defaults) make a second table, one column per distance, and
                threads than Google Benchmark's "Run on (N X ...)" CPUs are
                oversubscribed and left out), where that mean is at least
                1.03; otherwise the type keeps its default and is left out.
+  --pick-streams FILE  the same rule over the stream rows, for
+               SKIPKV_DECODE_STREAMS (a count equal to the default's, as the
+               rows' labels show it, is not a candidate).
 
 The device protocol (scripts/intel_protocol.sh) runs it on its
 bench_amx.txt, so the first things a run answers, whether the tiles win and
 where and whether the prefetch distances suit the CPU, are two tables; its
-decode step then times skipkv end to end with the picked value beside the
+decode step then times skipkv end to end with the picked values beside the
 defaults.
 
-Usage: scripts/bench_amx_table.py BENCH_AMX_OUTPUT [--pick FILE]
+Usage: scripts/bench_amx_table.py BENCH_AMX_OUTPUT [--pick FILE] [--pick-streams FILE]
 """
 import math
 import re
@@ -44,6 +50,7 @@ RATE = re.compile(r"GMAC/s=([0-9.eE+-]+)([kMG]?)/s")
 SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
 SHAPE = re.compile(r"\b(\d+)x(\d+)\s*$")
 DECODE_ROW = re.compile(r"^BM_(\w+)Decode/prefetch:(-?\d+)/shape:(\d+)/threads:(\d+)/\S*\s+(.*)$")
+STREAMS_ROW = re.compile(r"^BM_(\w+)DecodeStreams/streams:(-?\d+)/shape:(\d+)/threads:(\d+)/\S*\s+(.*)$")
 DECODE_RATE = re.compile(r"GB/s=([0-9.eE+-]+)([kMG]?)/s")
 DECODE_SHAPE = re.compile(r"\b(\d+)x(\d+);")
 # bench_amx's weight types -> SKIPKV_DECODE_PREFETCH's names ("Q6_K": the file layout's rows, which
@@ -89,20 +96,34 @@ def render(table):
     return "\n".join(out)
 
 
-def parse_decode(lines, blocks=None):
-    """{(type, shape, threads): {prefetch bytes: GB/s float, or the error text}} in input order.
-    blocks, if given, gets {(type, prefetch bytes): blocks ahead} from the rows' labels
-    ("Q4_Kx16 4096 B (2 blocks)", "Q8_0x16 none")."""
+def prefetch_in_force(kind, rest):
+    """Blocks ahead the label of a prefetch row shows for kind ("Q4_Kx16 4096 B (2 blocks)",
+    "Q8_0x16 none"), or None."""
+    ahead = re.search(re.escape(kind) + r" (?:(none)|\d+ B \((\d+) blocks?\))", rest)
+    return None if not ahead else (0 if ahead.group(1) else int(ahead.group(2)))
+
+
+def streams_in_force(kind, rest):
+    """Streams the label of a stream row shows for kind ("...; Q8_0x16 2, Q4_Kx16 1"), or None."""
+    m = re.search(re.escape(kind) + r" (\d+)\b(?! B)", rest)
+    return int(m.group(1)) if m else None
+
+
+def parse_decode(lines, blocks=None, row=DECODE_ROW, in_force=prefetch_in_force):
+    """{(type, shape, threads): {setting: GB/s float, or the error text}} in input order, of the rows
+    `row` matches (the prefetch rows, setting = bytes ahead; or STREAMS_ROW with streams_in_force,
+    setting = streams). blocks, if given, gets {(type, setting): what the row's label shows in force}
+    (blocks ahead, or streams)."""
     table = {}
     names = {}
     for line in lines:
-        m = DECODE_ROW.match(line.strip())
+        m = row.match(line.strip())
         if not m:
             continue
-        kind, bytes_ahead, shape, threads, rest = m.groups()
-        ahead = re.search(re.escape(kind) + r" (?:(none)|\d+ B \((\d+) blocks?\))", rest)
-        if blocks is not None and ahead:
-            blocks[(kind, int(bytes_ahead))] = 0 if ahead.group(1) else int(ahead.group(2))
+        kind, setting, shape, threads, rest = m.groups()
+        shown = in_force(kind, rest)
+        if blocks is not None and shown is not None:
+            blocks[(kind, int(setting))] = shown
         label = DECODE_SHAPE.search(rest)
         if label:
             names[(kind, shape)] = f"{label.group(1)} × {label.group(2)}"
@@ -110,9 +131,9 @@ def parse_decode(lines, blocks=None):
         rate = DECODE_RATE.search(rest)
         if "ERROR OCCURRED" in rest:
             err = re.search(r"ERROR OCCURRED: '(.*)'", rest)
-            cell[int(bytes_ahead)] = err.group(1) if err else rest
+            cell[int(setting)] = err.group(1) if err else rest
         elif rate:
-            cell[int(bytes_ahead)] = float(rate.group(1)) * SCALE[rate.group(2)]
+            cell[int(setting)] = float(rate.group(1)) * SCALE[rate.group(2)]
     return {(k, names.get((k, sh), sh), t): cell for (k, sh, t), cell in table.items()}
 
 
@@ -120,16 +141,20 @@ def distance_name(d):
     return "default" if d < 0 else ("none" if d == 0 else f"{d} B")
 
 
-def render_decode(table):
+def streams_name(n):
+    return "default" if n < 0 else (f"{n} stream" if n == 1 else f"{n} streams")
+
+
+def render_decode(table, name=distance_name, what="decode"):
     distances = sorted({d for cell in table.values() for d in cell})
-    head = " | ".join(distance_name(d) + " GB/s" for d in distances)
-    out = [f"| decode | shape | threads | {head} | best / default |",
+    head = " | ".join(name(d) + " GB/s" for d in distances)
+    out = [f"| {what} | shape | threads | {head} | best / default |",
            "|---|---:|---:|" + "---:|" * len(distances) + "---:|"]
     for (kind, shape, threads), cell in table.items():
         base = cell.get(-1)
         best = max((d for d in distances if d >= 0 and isinstance(cell.get(d), float)),
                    key=lambda d: cell[d], default=None)
-        ratio = (f"{cell[best] / base:.2f}× ({distance_name(best)})"
+        ratio = (f"{cell[best] / base:.2f}× ({name(best)})"
                  if best is not None and isinstance(base, float) and base > 0 else "—")
         out.append(f"| {kind} | {shape} | {threads} | " + " | ".join(fmt(cell.get(d)) for d in distances) +
                    f" | {ratio} |")
@@ -145,10 +170,11 @@ def cpus_of(lines):
     return None
 
 
-def pick(table, blocks=None, cpus=None):
-    """(SKIPKV_DECODE_PREFETCH value or "", one line per type saying why) by the rule in the docstring;
-    blocks: parse_decode's {(type, bytes): blocks ahead}, to leave out distances equal to the default;
-    cpus: the machine's CPU count, to leave out oversubscribed rows."""
+def pick(table, blocks=None, cpus=None, setting_name=distance_name):
+    """(SKIPKV_DECODE_PREFETCH or SKIPKV_DECODE_STREAMS value or "", one line per type saying why) by
+    the rule in the docstring; blocks: parse_decode's {(type, setting): what is in force}, to leave out
+    settings equal to the default; cpus: the machine's CPU count, to leave out oversubscribed rows;
+    setting_name: how a setting is written in the notes."""
     blocks = blocks or {}
     ratios = {}  # (type, distance) -> [GB/s over the default's]
     rows = {}  # type -> rows with a default figure
@@ -168,31 +194,47 @@ def pick(table, blocks=None, cpus=None):
                  if k == kind and len(r) == rows[kind]
                  and (default_blocks is None or blocks.get((k, d)) != default_blocks)}
         if not means:
-            notes.append(f"{kind}: default kept (no distance has a figure on every row)")
+            notes.append(f"{kind}: default kept (no setting has a figure on every row)")
             continue
         best = max(means, key=means.get)
         name = PICK_NAMES.get(kind)
         if means[best] >= PICK_MIN_GAIN and name is not None:
             parts.append(f"{name}={best}")
-            notes.append(f"{kind}: {distance_name(best)}, geometric mean {means[best]:.3f}× the default's GB/s")
+            notes.append(f"{kind}: {setting_name(best)}, geometric mean {means[best]:.3f}× the default's GB/s")
         else:
-            notes.append(f"{kind}: default kept (best {distance_name(best)} at {means[best]:.3f}×, "
+            notes.append(f"{kind}: default kept (best {setting_name(best)} at {means[best]:.3f}×, "
                          f"below {PICK_MIN_GAIN}×)")
     return ",".join(parts), notes
 
 
+def write_pick(path, env, value, notes):
+    """Prints the pick and its notes and writes value to path; False when path cannot be written."""
+    print()
+    print(f"{env} pick: {value or '(the defaults)'}")
+    for n in notes:
+        print(f"- {n}")
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(value + ("\n" if value else ""))
+    except OSError as e:
+        print(f"bench_amx_table.py: {path}: {e.strerror}", file=sys.stderr)
+        return False
+    return True
+
+
 def main(argv):
     args = argv[1:]
-    pick_path = None
-    if "--pick" in args:
-        i = args.index("--pick")
-        if i + 1 >= len(args):
-            print("bench_amx_table.py: --pick needs a FILE", file=sys.stderr)
-            return 2
-        pick_path = args[i + 1]
-        del args[i:i + 2]
+    paths = {}
+    for flag in ("--pick", "--pick-streams"):
+        if flag in args:
+            i = args.index(flag)
+            if i + 1 >= len(args):
+                print(f"bench_amx_table.py: {flag} needs a FILE", file=sys.stderr)
+                return 2
+            paths[flag] = args[i + 1]
+            del args[i:i + 2]
     if len(args) != 1:
-        print("usage: bench_amx_table.py BENCH_AMX_OUTPUT [--pick FILE]", file=sys.stderr)
+        print("usage: bench_amx_table.py BENCH_AMX_OUTPUT [--pick FILE] [--pick-streams FILE]", file=sys.stderr)
         return 2
     try:
         with open(args[0], encoding="utf-8", errors="replace") as f:
@@ -200,29 +242,25 @@ def main(argv):
     except OSError as e:
         print(f"bench_amx_table.py: {args[0]}: {e.strerror}", file=sys.stderr)
         return 1
-    blocks = {}
+    blocks, streams_shown = {}, {}
     table, decode = parse(lines), parse_decode(lines, blocks)
-    if not table and not decode:
-        print(f"bench_amx_table.py: {args[0]}: no bench_amx rows (BM_<name>/amx:<0|1>/shape:<n>/threads:<n> "
-              "or BM_<type>Decode/prefetch:<bytes>/shape:<n>/threads:<n>)", file=sys.stderr)
+    streams = parse_decode(lines, streams_shown, STREAMS_ROW, streams_in_force)
+    if not table and not decode and not streams:
+        print(f"bench_amx_table.py: {args[0]}: no bench_amx rows (BM_<name>/amx:<0|1>/shape:<n>/threads:<n>, "
+              "BM_<type>Decode/prefetch:<bytes>/shape:<n>/threads:<n> "
+              "or BM_<type>DecodeStreams/streams:<n>/shape:<n>/threads:<n>)", file=sys.stderr)
         return 1
-    if table:
-        print(render(table))
-    if decode:
-        if table:
-            print()
-        print(render_decode(decode))
-    if pick_path is not None:
-        value, notes = pick(decode, blocks, cpus_of(lines))
-        print()
-        print(f"SKIPKV_DECODE_PREFETCH pick: {value or '(the defaults)'}")
-        for n in notes:
-            print(f"- {n}")
-        try:
-            with open(pick_path, "w", encoding="utf-8") as f:
-                f.write(value + ("\n" if value else ""))
-        except OSError as e:
-            print(f"bench_amx_table.py: {pick_path}: {e.strerror}", file=sys.stderr)
+    tables = [t for t in (render(table) if table else None, render_decode(decode) if decode else None,
+                          render_decode(streams, streams_name, "decode streams") if streams else None) if t]
+    print("\n\n".join(tables))
+    cpus = cpus_of(lines)
+    if "--pick" in paths:
+        value, notes = pick(decode, blocks, cpus)
+        if not write_pick(paths["--pick"], "SKIPKV_DECODE_PREFETCH", value, notes):
+            return 1
+    if "--pick-streams" in paths:
+        value, notes = pick(streams, streams_shown, cpus, streams_name)
+        if not write_pick(paths["--pick-streams"], "SKIPKV_DECODE_STREAMS", value, notes):
             return 1
     return 0
 

@@ -10,20 +10,23 @@
 #   3. bench_amx: interleaved Q8_0, Q4_K and Q6_K products (512 and 16 tokens;
 #      Q4_K and Q6_K also at 64, Q4_K at 16 with the tiles' threshold lowered) with AMX off
 #      and on, 1/4/16 threads, as a table of on / off, and decode with the
-#      weights prefetched 0-16 KiB ahead as a second table
-#      (scripts/bench_amx_table.py), whose --pick rule writes the distance
-#      the rows call for to MODELS_DIR/decode_prefetch for step 5;
+#      weights prefetched 0-16 KiB ahead as a second table and read as 1-8
+#      streams side by side as a third (scripts/bench_amx_table.py), whose
+#      --pick and --pick-streams rules write the distance and stream counts
+#      the rows call for to MODELS_DIR/decode_prefetch and
+#      MODELS_DIR/decode_streams for step 5;
 #   4. scripts/bench_ab.py, llama.cpp's llama-bench against skipkv with
 #      SKIPKV_AMX=1, alternated, pp512 and tg32 at 16, 8, 4 and 2 threads, two
 #      rounds per file;
 #   5. decode at 1 and 4 threads on Q8_0 and Q4_K_M, llama.cpp against
 #      skipkv's variants (the default dispatch, SKIPKV_SIMD=avx2, --weights
 #      map, SKIPKV_REPACK=0: Q4_K in the file's layout, and, where step 3
-#      picked one, SKIPKV_DECODE_PREFETCH=<the pick>), alternated: which of
-#      ISA path, page size, the interleaved layouts and the prefetch distance
+#      picked them, SKIPKV_DECODE_PREFETCH=<the pick> and
+#      SKIPKV_DECODE_STREAMS=<the pick>), alternated: which of ISA path, page
+#      size, the interleaved layouts, the prefetch distance and the streams
 #      the per-core decode gap of issue 40 (0.41x at 1 thread) follows
 #      (decode never runs on tiles); with a pick, also skipkv's default
-#      against it at 16 threads (DECODE_PF_THREADS), alternated;
+#      against the picks at 16 threads (DECODE_PF_THREADS), alternated;
 #   6. batched: 16 sequences x 1,024 tokens of context at 16 threads, 32
 #      decode steps, llama.cpp's llama-batched-bench (beside LLAMA_BENCH)
 #      against skipkv (default and SKIPKV_AMX=1), alternated, two rounds per
@@ -166,7 +169,8 @@ fits() { [ "$(left)" -gt "$2" ] && return 0; say "skip $1: $(left) s left"; retu
 if want amx && fits bench_amx 60; then
   say "bench_amx"
   timeout $(($(left) - 40)) "${sk[@]}" "$d/bench_amx" > "$out/bench_amx.txt" 2>&1
-  python3 scripts/bench_amx_table.py "$out/bench_amx.txt" --pick "$models/decode_prefetch" | tee "$out/bench_amx.md"
+  python3 scripts/bench_amx_table.py "$out/bench_amx.txt" --pick "$models/decode_prefetch" \
+    --pick-streams "$models/decode_streams" | tee "$out/bench_amx.md"
 fi
 
 ab() {  # ab NAME MODEL
@@ -225,7 +229,13 @@ if want decode; then
       # shellcheck disable=SC2207  # the engine options are meant to split into words
       pf_e=($(sk_e sk_pf) --env sk_pf=SKIPKV_DECODE_PREFETCH="$pf")
     fi
-    say "decode at 1 and 4 threads: llama.cpp, skipkv default, avx2, --weights map, SKIPKV_REPACK=0${pf:+, SKIPKV_DECODE_PREFETCH=$pf}"
+    # Likewise the stream counts the stream rows picked.
+    st=$(cat "$models/decode_streams" 2> /dev/null)
+    if [ -n "$st" ]; then
+      # shellcheck disable=SC2207  # the engine options are meant to split into words
+      pf_e+=($(sk_e sk_st) --env sk_st=SKIPKV_DECODE_STREAMS="$st")
+    fi
+    say "decode at 1 and 4 threads: llama.cpp, skipkv default, avx2, --weights map, SKIPKV_REPACK=0${pf:+, SKIPKV_DECODE_PREFETCH=$pf}${st:+, SKIPKV_DECODE_STREAMS=$st}"
     # shellcheck disable=SC2046  # the engine options are meant to split into words
     timeout $(($(left) - 10)) python3 scripts/bench_ab.py -e llama=llama:"$lb" $(sk_e sk) $(sk_e sk_avx2) \
       $(sk_e sk_map) $(sk_e sk_file) "${pf_e[@]}" --env sk_avx2=SKIPKV_SIMD=avx2 --args sk_map="--weights map" \
@@ -237,8 +247,8 @@ if want decode; then
     # The pick at many threads too (issue 40 target 2 is decode at 16):
     # skipkv's default against the pick only, alternated.
     pt=${DECODE_PF_THREADS:-16}
-    if [ -n "$pf" ] && fits "decode prefetch at $pt threads" 60; then
-      say "decode at $pt threads: skipkv default against SKIPKV_DECODE_PREFETCH=$pf"
+    if [ ${#pf_e[@]} -gt 0 ] && fits "decode picks at $pt threads" 60; then
+      say "decode at $pt threads: skipkv default against${pf:+ SKIPKV_DECODE_PREFETCH=$pf}${st:+ SKIPKV_DECODE_STREAMS=$st}"
       # shellcheck disable=SC2046  # the engine options are meant to split into words
       timeout $(($(left) - 10)) python3 scripts/bench_ab.py $(sk_e sk) "${pf_e[@]}" \
         -m "$models/r1q8.gguf" -m "$models/r1q4.gguf" -t "$pt" -p 0 -n 32 -r 1 --rounds 2 \

@@ -7,7 +7,11 @@ k-scaled counters); they must pair amx:0 with amx:1 per benchmark, shape and
 thread count. tests/data/bench_amx/decode_prefetch.txt holds decode rows per
 prefetch distance: the Q4_Kx16 ones from a Zen 5 run, the Q8_0x16 ones
 written by hand as a CPU whose prefetcher falls behind might report them
-(an error row, a k-scaled counter).
+(an error row, a k-scaled counter). tests/data/bench_amx/decode_streams.txt
+holds decode rows per stream count: the Q4_Kx16 and Q6_Kx16 ones from a
+Zen 5 run (one thread), the Q8_0x16 ones written by hand as a 16-core CPU
+might report them (an error row, a k-scaled counter); it has no "Run on"
+line, so no row counts as oversubscribed.
 
 Usage: bench_amx_table_test.py [unittest args]
 """
@@ -21,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = os.path.join(ROOT, "scripts", "bench_amx_table.py")
 DATA = os.path.join(ROOT, "tests", "data", "bench_amx", "amx_machine.txt")
 DECODE = os.path.join(ROOT, "tests", "data", "bench_amx", "decode_prefetch.txt")
+STREAMS = os.path.join(ROOT, "tests", "data", "bench_amx", "decode_streams.txt")
 
 
 def run(*args):
@@ -107,6 +112,39 @@ class BenchAmxTableTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(path, encoding="utf-8") as f:
                 self.assertEqual(f.read(), "q4_k=8192\n", r.stdout)
+
+    def test_stream_rows_make_one_column_per_count_and_their_own_pick(self):
+        with tempfile.TemporaryDirectory() as d:
+            prefetch, streams = os.path.join(d, "prefetch"), os.path.join(d, "streams")
+            r = run(STREAMS, "--pick", prefetch, "--pick-streams", streams)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            lines = r.stdout.splitlines()
+            self.assertIn("| decode streams | shape | threads | default GB/s | 1 stream GB/s | 2 streams GB/s | "
+                          "4 streams GB/s | 8 streams GB/s | best / default |", lines)
+            rows = [line for line in lines if line.startswith("| Q")]
+            self.assertEqual(rows, [
+                "| Q4_Kx16 | 8960 × 1536 | 1 | 28.5 | 28.7 | 31.4 | 20.4 | 17.3 | 1.10× (2 streams) |",
+                "| Q4_Kx16 | 1536 × 8960 | 1 | 29.1 | 27.4 | 33.0 | 24.4 | 17.1 | 1.13× (2 streams) |",
+                "| Q6_Kx16 | 8960 × 1536 | 1 | 35.8 | 35.9 | 31.6 | 23.5 | 21.3 | 1.00× (1 stream) |",
+                "| Q6_Kx16 | 1536 × 8960 | 1 | 33.3 | 35.2 | 31.0 | 23.5 | 20.9 | 1.06× (1 stream) |",
+                "| Q8_0x16 | 8960 × 1536 | 16 | 100.0 | 90.0 | 130.0 | 125.0 | a hand-written error row | "
+                "1.30× (2 streams) |",
+            ])
+            # Q4_Kx16: 2 streams (geometric mean of 1.101 and 1.134); 1 stream
+            # is the default's count, so not a candidate whatever it reads.
+            # Q6_Kx16: nothing beats the default. Q8_0x16: 2 streams is the
+            # default's count and 8 has an error, so 4 streams (1.25x).
+            with open(streams, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "q4_k=2,q8_0=4\n")
+            self.assertIn("SKIPKV_DECODE_STREAMS pick: q4_k=2,q8_0=4", r.stdout)
+            self.assertIn("Q4_Kx16: 2 streams, geometric mean 1.118×", r.stdout)
+            self.assertIn("Q6_Kx16: default kept (best 2 streams at 0.906×, below 1.03×)", r.stdout)
+            self.assertIn("Q8_0x16: 4 streams, geometric mean 1.250×", r.stdout)
+            # No prefetch rows here: that pick keeps the defaults.
+            with open(prefetch, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "")
+            self.assertIn("SKIPKV_DECODE_PREFETCH pick: (the defaults)", r.stdout)
+        self.assertEqual(run(STREAMS, "--pick-streams").returncode, 2)
 
     def test_no_rows_and_missing_file_are_errors(self):
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
