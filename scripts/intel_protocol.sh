@@ -229,11 +229,16 @@ if want decode; then
       # shellcheck disable=SC2207  # the engine options are meant to split into words
       pf_e=($(sk_e sk_pf) --env sk_pf=SKIPKV_DECODE_PREFETCH="$pf")
     fi
-    # Likewise the stream counts the stream rows picked.
+    # Likewise the stream counts the stream rows picked, and both picks at
+    # once (the rows time each with the other at its defaults).
     st=$(cat "$models/decode_streams" 2> /dev/null)
     if [ -n "$st" ]; then
       # shellcheck disable=SC2207  # the engine options are meant to split into words
       pf_e+=($(sk_e sk_st) --env sk_st=SKIPKV_DECODE_STREAMS="$st")
+    fi
+    if [ -n "$pf" ] && [ -n "$st" ]; then
+      # shellcheck disable=SC2207  # the engine options are meant to split into words
+      pf_e+=($(sk_e sk_pf_st) --env sk_pf_st=SKIPKV_DECODE_PREFETCH="$pf" --env sk_pf_st=SKIPKV_DECODE_STREAMS="$st")
     fi
     say "decode at 1 and 4 threads: llama.cpp, skipkv default, avx2, --weights map, SKIPKV_REPACK=0${pf:+, SKIPKV_DECODE_PREFETCH=$pf}${st:+, SKIPKV_DECODE_STREAMS=$st}"
     # shellcheck disable=SC2046  # the engine options are meant to split into words
