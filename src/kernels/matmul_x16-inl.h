@@ -133,8 +133,9 @@ HWY_INLINE void Q4Kx16TileVnni(const BlockQ4_Kx16* w, int64_t nb, const BlockQ8_
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + kX16Rows * t, acc[t]);
 }
 
-// One token, S groups read side by side as Q8_0x16StreamsVnni; each group's
-// sums are Q4Kx16TileVnni<1>'s, bit for bit.
+// One token, S groups (w[s] -> out[s], 16 floats each) read side by side,
+// block b of every group before block b + 1: S sequential weight streams
+// (X16OneTokenStreams). Each group's sums are Q4Kx16TileVnni<1>'s, bit for bit.
 template <int S>
 HWY_INLINE void Q4Kx16StreamsVnni(const BlockQ4_Kx16* const* w, int64_t nb, const BlockQ8_K* y,
                                   const int32_t* pairs, float* const* out, int64_t ahead) {
@@ -423,9 +424,8 @@ HWY_INLINE void Q8_0x16TileVnni(const BlockQ8_0x16* w, int64_t nb, const ActQ8* 
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + kX16Rows * t, _mm512_add_ps(acc[t][0], acc[t][1]));
 }
 
-// One token, S groups (w[s] -> out[s], 16 floats each) read side by side,
-// block b of every group before block b + 1: S sequential weight streams.
-// Each group's sums are Q8_0x16TileVnni<1>'s, bit for bit.
+// One token, S groups read side by side as Q4Kx16StreamsVnni; each group's
+// sums are Q8_0x16TileVnni<1>'s, bit for bit.
 template <int S>
 HWY_INLINE void Q8_0x16StreamsVnni(const BlockQ8_0x16* const* w, int64_t nb, const ActQ8* a,
                                    const int32_t* sums, float* const* out, int64_t ahead) {
@@ -652,7 +652,7 @@ HWY_INLINE void Q6Kx16TileVnni(const BlockQ6_Kx16* w, int64_t nb, const BlockQ8_
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + kX16Rows * t, acc[t]);
 }
 
-// One token, S groups read side by side as Q8_0x16StreamsVnni; each group's
+// One token, S groups read side by side as Q4Kx16StreamsVnni; each group's
 // sums are Q6Kx16TileVnni<1>'s, bit for bit.
 template <int S>
 HWY_INLINE void Q6Kx16StreamsVnni(const BlockQ6_Kx16* const* w, int64_t nb, const BlockQ8_K* y,
@@ -825,7 +825,8 @@ HWY_INLINE void Q6Kx16Tile(const BlockQ6_Kx16* w, int64_t nb, const BlockQ8_K* c
 
 // The three interleaved types for X16Rows: block, activation block and format,
 // the per-(token, block) integers the tiles take, a batch's prefetch distance
-// in blocks, and the tile.
+// in blocks, the tile, and on AVX-512 VNNI the one-token kernel over S groups
+// side by side (Streams, X16OneTokenStreams).
 struct Q4_Kx16Kind {
   static constexpr DType kType = DType::kQ4_Kx16;
   static constexpr int64_t kBatchAhead = kX16BatchPrefetchBlocks;
@@ -841,14 +842,11 @@ struct Q4_Kx16Kind {
     Q4Kx16Tile<NT>(w, nb, a, aux, out, ahead);
   }
 #if SKIPKV_VNNI
-  static constexpr bool kHasStreams = true;
   template <int S>
   static HWY_INLINE void Streams(const Block* const* w, int64_t nb, const Act* a, const int32_t* aux,
                                  float* const* out, int64_t ahead) {
     Q4Kx16StreamsVnni<S>(w, nb, a, aux, out, ahead);
   }
-#else
-  static constexpr bool kHasStreams = false;
 #endif
 };
 struct Q6_Kx16Kind {
@@ -866,14 +864,11 @@ struct Q6_Kx16Kind {
     Q6Kx16Tile<NT>(w, nb, a, out, ahead);
   }
 #if SKIPKV_VNNI
-  static constexpr bool kHasStreams = true;
   template <int S>
   static HWY_INLINE void Streams(const Block* const* w, int64_t nb, const Act* a, const int32_t*,
                                  float* const* out, int64_t ahead) {
     Q6Kx16StreamsVnni<S>(w, nb, a, out, ahead);
   }
-#else
-  static constexpr bool kHasStreams = false;
 #endif
 };
 struct Q8_0x16Kind {
@@ -894,18 +889,15 @@ struct Q8_0x16Kind {
     Q8_0x16Tile<NT>(w, nb, a, aux, out, ahead);
   }
 #if SKIPKV_VNNI
-  static constexpr bool kHasStreams = true;
   template <int S>
   static HWY_INLINE void Streams(const Block* const* w, int64_t nb, const Act* a, const int32_t* aux,
                                  float* const* out, int64_t ahead) {
     Q8_0x16StreamsVnni<S>(w, nb, a, aux, out, ahead);
   }
-#else
-  static constexpr bool kHasStreams = false;
 #endif
 };
 
-// One token (a.n == 1) over rows [r0, r1), for the Kinds with Streams: the
+// One token (a.n == 1) over rows [r0, r1), on AVX-512 VNNI (Kind::Streams): the
 // groups cut into S equal parts, step i taking group i of every part, so that
 // each part is one sequential stream and S of them are read side by side
 // (DecodeStreams, simd_internal.h); the groups left over go one at a time.
@@ -952,20 +944,20 @@ void X16Rows(const MatArgs& a, int64_t r0, int64_t r1) {
   thread_local std::vector<int32_t> aux_buf;
   int64_t prev_rb = -1, prev_tb = -1;
   const int64_t one_token_ahead = DecodePrefetchBlocks(Kind::kType);
-  if constexpr (Kind::kHasStreams) {
-    if (a.n == 1) {
-      switch (DecodeStreamCount(Kind::kType)) {
-        case 2:
-          return X16OneTokenStreams<Kind, 2>(a, r0, r1, one_token_ahead);
-        case 4:
-          return X16OneTokenStreams<Kind, 4>(a, r0, r1, one_token_ahead);
-        case 8:
-          return X16OneTokenStreams<Kind, 8>(a, r0, r1, one_token_ahead);
-        default:
-          break;  // 1: the tiles below
-      }
+#if SKIPKV_VNNI
+  if (a.n == 1) {
+    switch (DecodeStreamCount(Kind::kType)) {
+      case 2:
+        return X16OneTokenStreams<Kind, 2>(a, r0, r1, one_token_ahead);
+      case 4:
+        return X16OneTokenStreams<Kind, 4>(a, r0, r1, one_token_ahead);
+      case 8:
+        return X16OneTokenStreams<Kind, 8>(a, r0, r1, one_token_ahead);
+      default:
+        break;  // 1: the tiles below
     }
   }
+#endif
   ForEachCacheBlock(
       a, r0, r1, kMaxTok,
       [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
