@@ -396,10 +396,11 @@ void ResetDecodePrefetchForTesting();
 std::string DecodePrefetchStatus();
 
 // The weight streams of the decode kernels for Q8_0x16, Q4_Kx16 and Q6_Kx16
-// on the AVX-512 VNNI targets (X16OneTokenStreams, matmul_x16-inl.h): one
-// token's rows of a thread cut into N equal parts, read side by side (block b
-// of every part before block b + 1), so that N sequential streams are in
-// flight instead of one: llama.cpp's AMX decode kernel reads 4 groups of 16
+// on the AVX-512 VNNI targets (X16OneTokenStreams, matmul_x16-inl.h): each
+// chunk of rows of a one-token product (a thread takes about four, ops.cpp;
+// 9 groups of the 1.5B shape's 8,960 rows at 16 threads) cut into N equal
+// parts, read side by side (block b of every part before block b + 1), so
+// that N sequential streams are in flight instead of one: llama.cpp's AMX decode kernel reads 4 groups of 16
 // rows side by side, and an Intel core's memory parallelism rests on its L2
 // streamer's per-page streams. Defaults from Zen 5 (BENCHMARKS.md, thirteenth
 // session): Q8_0x16 2 (decode 1.04x / 1.03x at 1 / 2 threads, medians of 8 rounds), Q4_Kx16 and
