@@ -32,9 +32,10 @@
 //                 as the decode rows, with the one-token kernels reading 1, 2, 4 or 8
 //                 weight streams side by side (internal::SetDecodeStreamsForTesting;
 //                 the runs' switch is SKIPKV_DECODE_STREAMS), the prefetch at
-//                 its defaults: whether more streams in flight lift one core's
-//                 read rate (llama.cpp's AMX decode kernel reads 4 at once).
-//                 Args: streams (-1 the defaults), shape index, threads (1, 16).
+//                 its defaults and off: whether more streams in flight lift one
+//                 core's read rate (llama.cpp's AMX decode kernel reads 4 at once).
+//                 Args: streams (-1 the defaults), shape index, threads (1,
+//                 16), prefetch (-1 its defaults, 0 none).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -173,9 +174,14 @@ void RunDecode(benchmark::State& state, DType type) {
   state.SetLabel(std::string(kernels::SimdTargetName()) + " " + ShapeName(state) + "; " + prefetch);
 }
 // Decode reading range(0) weight streams (-1: the defaults, whatever
-// SKIPKV_DECODE_STREAMS says), the prefetch at its defaults.
+// SKIPKV_DECODE_STREAMS says), the prefetch at its defaults (range(3) -1) or
+// off (0).
 void RunDecodeStreams(benchmark::State& state, DType type) {
-  kernels::internal::ResetDecodePrefetchForTesting();
+  if (state.range(3) == 0) {
+    kernels::internal::SetDecodePrefetchForTesting({0, 0, 0});
+  } else {
+    kernels::internal::ResetDecodePrefetchForTesting();
+  }
   const int64_t n = state.range(0);
   if (n > 0) {
     kernels::internal::SetDecodeStreamsForTesting({n, n, n});
@@ -183,12 +189,15 @@ void RunDecodeStreams(benchmark::State& state, DType type) {
     kernels::internal::ResetDecodeStreamsForTesting();
   }
   const std::string streams = kernels::internal::DecodeStreamsStatus();
+  const std::string prefetch = kernels::internal::DecodePrefetchStatus();
   const size_t weight_bytes = TimeMatMul(state, type, 1, size_t{512} << 20);
   kernels::internal::ResetDecodeStreamsForTesting();
+  kernels::internal::ResetDecodePrefetchForTesting();
   state.counters["GB/s"] =
       benchmark::Counter(1e-9 * static_cast<double>(weight_bytes) * static_cast<double>(state.iterations()),
                          benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(kernels::SimdTargetName()) + " " + ShapeName(state) + "; " + streams);
+  state.SetLabel(std::string(kernels::SimdTargetName()) + " " + ShapeName(state) + "; " + streams +
+                 "; prefetch " + prefetch);
 }
 void BM_Q8_0x16DecodeStreams(benchmark::State& state) { RunDecodeStreams(state, DType::kQ8_0x16); }
 void BM_Q4_Kx16DecodeStreams(benchmark::State& state) { RunDecodeStreams(state, DType::kQ4_Kx16); }
@@ -209,13 +218,19 @@ void DecodeArgs(benchmark::internal::Benchmark* b) {
 
 // 1 thread (one core's memory parallelism, issue 40's 0.41x) and 16 (the
 // Xeon's cores); not 4, to keep the device protocol's bench_amx step short.
+// Every count with the prefetch at its defaults, and 1-8 streams again without
+// it: on Zen 5 four streams of the K-quants read 0.6-0.8x one stream with
+// their two-block prefetch, and dropping the prefetch did not bring them back
+// (BENCHMARKS.md, thirteenth session), but the Xeon's prefetchers differ, so
+// the two are swept together.
 void DecodeStreamsArgs(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 16}) {
     for (int shape : {0, 1}) {
-      for (int streams : {-1, 1, 2, 4, 8}) b->Args({streams, shape, threads});
+      for (int streams : {-1, 1, 2, 4, 8}) b->Args({streams, shape, threads, -1});
+      for (int streams : {1, 2, 4, 8}) b->Args({streams, shape, threads, 0});
     }
   }
-  b->ArgNames({"streams", "shape", "threads"})->UseRealTime()->MinTime(0.2);
+  b->ArgNames({"streams", "shape", "threads", "prefetch"})->UseRealTime()->MinTime(0.2);
 }
 
 // The arguments and timing every benchmark here takes.

@@ -29,9 +29,11 @@ per stream count;
                threads than Google Benchmark's "Run on (N X ...)" CPUs are
                oversubscribed and left out), where that mean is at least
                1.03; otherwise the type keeps its default and is left out.
-  --pick-streams FILE  the same rule over the stream rows, for
-               SKIPKV_DECODE_STREAMS (a count equal to the default's, as the
-               rows' labels show it, is not a candidate).
+  --pick-streams FILE  the same rule over the stream rows with the
+               prefetch at its defaults, for SKIPKV_DECODE_STREAMS (a count
+               equal to the default's, as the rows' labels show it, is not a
+               candidate; the rows with the prefetch off, `/prefetch:0`, are
+               columns "N streams, no prefetch" for reading, not candidates).
 
 The device protocol (scripts/intel_protocol.sh) runs it on its
 bench_amx.txt, so the first things a run answers, whether the tiles win and
@@ -50,7 +52,10 @@ RATE = re.compile(r"GMAC/s=([0-9.eE+-]+)([kMG]?)/s")
 SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
 SHAPE = re.compile(r"\b(\d+)x(\d+)\s*$")
 DECODE_ROW = re.compile(r"^BM_(\w+)Decode/prefetch:(-?\d+)/shape:(\d+)/threads:(\d+)/\S*\s+(.*)$")
-STREAMS_ROW = re.compile(r"^BM_(\w+)DecodeStreams/streams:(-?\d+)/shape:(\d+)/threads:(\d+)/\S*\s+(.*)$")
+STREAMS_ROW = re.compile(r"^BM_(\w+)DecodeStreams/streams:(-?\d+)/shape:(\d+)/threads:(\d+)"
+                         r"(?:/prefetch:(-?\d+))?/\S*\s+(.*)$")
+# A stream row with the prefetch off (prefetch:0) is keyed NO_PREFETCH + streams.
+NO_PREFETCH = 100
 DECODE_RATE = re.compile(r"GB/s=([0-9.eE+-]+)([kMG]?)/s")
 DECODE_SHAPE = re.compile(r"\b(\d+)x(\d+);")
 # bench_amx's weight types -> SKIPKV_DECODE_PREFETCH's names ("Q6_K": the file layout's rows, which
@@ -120,7 +125,10 @@ def parse_decode(lines, blocks=None, row=DECODE_ROW, in_force=prefetch_in_force)
         m = row.match(line.strip())
         if not m:
             continue
-        kind, setting, shape, threads, rest = m.groups()
+        groups = m.groups()
+        kind, setting, shape, threads, rest = groups[:4] + groups[-1:]
+        if len(groups) == 6 and groups[4] == "0":
+            setting = str(NO_PREFETCH + int(setting))
         shown = in_force(kind, rest)
         if blocks is not None and shown is not None:
             blocks[(kind, int(setting))] = shown
@@ -142,6 +150,8 @@ def distance_name(d):
 
 
 def streams_name(n):
+    if n >= NO_PREFETCH:
+        return streams_name(n - NO_PREFETCH) + ", no prefetch"
     return "default" if n < 0 else (f"{n} stream" if n == 1 else f"{n} streams")
 
 
@@ -170,11 +180,12 @@ def cpus_of(lines):
     return None
 
 
-def pick(table, blocks=None, cpus=None, setting_name=distance_name):
+def pick(table, blocks=None, cpus=None, setting_name=distance_name, max_setting=None):
     """(SKIPKV_DECODE_PREFETCH or SKIPKV_DECODE_STREAMS value or "", one line per type saying why) by
     the rule in the docstring; blocks: parse_decode's {(type, setting): what is in force}, to leave out
     settings equal to the default; cpus: the machine's CPU count, to leave out oversubscribed rows;
-    setting_name: how a setting is written in the notes."""
+    setting_name: how a setting is written in the notes; max_setting: settings at or above it are shown
+    in the table but no candidates (the stream rows without the prefetch, which the value cannot say)."""
     blocks = blocks or {}
     ratios = {}  # (type, distance) -> [GB/s over the default's]
     rows = {}  # type -> rows with a default figure
@@ -184,7 +195,7 @@ def pick(table, blocks=None, cpus=None, setting_name=distance_name):
             continue
         rows[kind] = rows.get(kind, 0) + 1
         for d, v in cell.items():
-            if d >= 0 and isinstance(v, float) and v > 0:
+            if d >= 0 and (max_setting is None or d < max_setting) and isinstance(v, float) and v > 0:
                 ratios.setdefault((kind, d), []).append(v / base)
     parts, notes = [], []
     for kind in sorted(rows):
@@ -259,7 +270,7 @@ def main(argv):
         if not write_pick(paths["--pick"], "SKIPKV_DECODE_PREFETCH", value, notes):
             return 1
     if "--pick-streams" in paths:
-        value, notes = pick(streams, streams_shown, cpus, streams_name)
+        value, notes = pick(streams, streams_shown, cpus, streams_name, NO_PREFETCH)
         if not write_pick(paths["--pick-streams"], "SKIPKV_DECODE_STREAMS", value, notes):
             return 1
     return 0

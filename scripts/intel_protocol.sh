@@ -11,7 +11,8 @@
 #      Q4_K and Q6_K also at 64, Q4_K at 16 with the tiles' threshold lowered) with AMX off
 #      and on, 1/4/16 threads, as a table of on / off, and decode with the
 #      weights prefetched 0-16 KiB ahead as a second table and read as 1-8
-#      streams side by side as a third (scripts/bench_amx_table.py), whose
+#      streams side by side (the prefetch at its defaults and off) as a
+#      third (scripts/bench_amx_table.py), whose
 #      --pick and --pick-streams rules write the distance and stream counts
 #      the rows call for to MODELS_DIR/decode_prefetch and
 #      MODELS_DIR/decode_streams for step 5;

@@ -9,9 +9,10 @@ prefetch distance: the Q4_Kx16 ones from a Zen 5 run, the Q8_0x16 ones
 written by hand as a CPU whose prefetcher falls behind might report them
 (an error row, a k-scaled counter). tests/data/bench_amx/decode_streams.txt
 holds decode rows per stream count: the Q4_Kx16 and Q6_Kx16 ones from a
-Zen 5 run (one thread), the Q8_0x16 ones written by hand as a 16-core CPU
-might report them (an error row, a k-scaled counter); it has no "Run on"
-line, so no row counts as oversubscribed.
+Zen 5 run (one thread, from before the rows named their prefetch), two
+Q4_Kx16 rows with the prefetch off and the Q8_0x16 ones written by hand as a
+16-core CPU might report them (an error row, a k-scaled counter); it has no
+"Run on" line, so no row counts as oversubscribed.
 
 Usage: bench_amx_table_test.py [unittest args]
 """
@@ -120,18 +121,22 @@ class BenchAmxTableTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             lines = r.stdout.splitlines()
             self.assertIn("| decode streams | shape | threads | default GB/s | 1 stream GB/s | 2 streams GB/s | "
-                          "4 streams GB/s | 8 streams GB/s | best / default |", lines)
+                          "4 streams GB/s | 8 streams GB/s | 4 streams, no prefetch GB/s | best / default |", lines)
             rows = [line for line in lines if line.startswith("| Q")]
             self.assertEqual(rows, [
-                "| Q4_Kx16 | 8960 × 1536 | 1 | 28.5 | 28.7 | 31.4 | 20.4 | 17.3 | 1.10× (2 streams) |",
-                "| Q4_Kx16 | 1536 × 8960 | 1 | 29.1 | 27.4 | 33.0 | 24.4 | 17.1 | 1.13× (2 streams) |",
-                "| Q6_Kx16 | 8960 × 1536 | 1 | 35.8 | 35.9 | 31.6 | 23.5 | 21.3 | 1.00× (1 stream) |",
-                "| Q6_Kx16 | 1536 × 8960 | 1 | 33.3 | 35.2 | 31.0 | 23.5 | 20.9 | 1.06× (1 stream) |",
-                "| Q8_0x16 | 8960 × 1536 | 16 | 100.0 | 90.0 | 130.0 | 125.0 | a hand-written error row | "
+                "| Q4_Kx16 | 8960 × 1536 | 1 | 28.5 | 28.7 | 31.4 | 20.4 | 17.3 | 40.0 | "
+                "1.40× (4 streams, no prefetch) |",
+                "| Q4_Kx16 | 1536 × 8960 | 1 | 29.1 | 27.4 | 33.0 | 24.4 | 17.1 | 41.0 | "
+                "1.41× (4 streams, no prefetch) |",
+                "| Q6_Kx16 | 8960 × 1536 | 1 | 35.8 | 35.9 | 31.6 | 23.5 | 21.3 | — | 1.00× (1 stream) |",
+                "| Q6_Kx16 | 1536 × 8960 | 1 | 33.3 | 35.2 | 31.0 | 23.5 | 20.9 | — | 1.06× (1 stream) |",
+                "| Q8_0x16 | 8960 × 1536 | 16 | 100.0 | 90.0 | 130.0 | 125.0 | a hand-written error row | — | "
                 "1.30× (2 streams) |",
             ])
             # Q4_Kx16: 2 streams (geometric mean of 1.101 and 1.134); 1 stream
-            # is the default's count, so not a candidate whatever it reads.
+            # is the default's count, so not a candidate whatever it reads, and
+            # the rows without the prefetch are shown but no candidates (the
+            # value cannot say "no prefetch").
             # Q6_Kx16: nothing beats the default. Q8_0x16: 2 streams is the
             # default's count and 8 has an error, so 4 streams (1.25x).
             with open(streams, encoding="utf-8") as f:
