@@ -53,7 +53,7 @@ SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
 SHAPE = re.compile(r"\b(\d+)x(\d+)\s*$")
 DECODE_ROW = re.compile(r"^BM_(\w+)Decode/prefetch:(-?\d+)/shape:(\d+)/threads:(\d+)/\S*\s+(.*)$")
 STREAMS_ROW = re.compile(r"^BM_(\w+)DecodeStreams/streams:(-?\d+)/shape:(\d+)/threads:(\d+)"
-                         r"(?:/prefetch:(-?\d+))?/\S*\s+(.*)$")
+                         r"(?:/prefetch:(?P<prefetch>-?\d+))?/\S*\s+(.*)$")
 # A stream row with the prefetch off (prefetch:0) is keyed NO_PREFETCH + streams.
 NO_PREFETCH = 100
 DECODE_RATE = re.compile(r"GB/s=([0-9.eE+-]+)([kMG]?)/s")
@@ -125,9 +125,9 @@ def parse_decode(lines, blocks=None, row=DECODE_ROW, in_force=prefetch_in_force)
         m = row.match(line.strip())
         if not m:
             continue
-        groups = m.groups()
-        kind, setting, shape, threads, rest = groups[:4] + groups[-1:]
-        if len(groups) == 6 and groups[4] == "0":
+        kind, setting, shape, threads = m.groups()[:4]
+        rest = m.groups()[-1]
+        if m.groupdict().get("prefetch") == "0":
             setting = str(NO_PREFETCH + int(setting))
         shown = in_force(kind, rest)
         if blocks is not None and shown is not None:

@@ -150,6 +150,10 @@ struct Setting {
   void Store(const Values& p) {
     for (size_t i = 0; i < kNumTypes; ++i) v[i].store(p.*(kTypes[i].*sw.field), std::memory_order_relaxed);
   }
+  void Reset() {  // the defaults, not the environment's
+    from_env = false;
+    Store(Values{});
+  }
   int64_t Get(DType type, int64_t otherwise) const {
     for (size_t i = 0; i < kNumTypes; ++i) {
       if (kTypes[i].type == type) return v[i].load(std::memory_order_relaxed);
@@ -198,10 +202,7 @@ int64_t DecodePrefetchBlocks(DType type) {
 
 void SetDecodePrefetchForTesting(const DecodePrefetch& p) { ThePrefetch().Store(p); }
 
-void ResetDecodePrefetchForTesting() {
-  ThePrefetch().from_env = false;
-  ThePrefetch().Store(DecodePrefetch{});
-}
+void ResetDecodePrefetchForTesting() { ThePrefetch().Reset(); }
 
 std::string DecodePrefetchStatus() {
   const Setting<DecodePrefetch>& s = ThePrefetch();
@@ -228,10 +229,7 @@ int DecodeStreamCount(DType type) { return static_cast<int>(TheStreams().Get(typ
 
 void SetDecodeStreamsForTesting(const DecodeStreams& p) { TheStreams().Store(p); }
 
-void ResetDecodeStreamsForTesting() {
-  TheStreams().from_env = false;
-  TheStreams().Store(DecodeStreams{});
-}
+void ResetDecodeStreamsForTesting() { TheStreams().Reset(); }
 
 std::string DecodeStreamsStatus() {
   const Setting<DecodeStreams>& s = TheStreams();

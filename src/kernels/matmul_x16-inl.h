@@ -133,25 +133,6 @@ HWY_INLINE void Q4Kx16TileVnni(const BlockQ4_Kx16* w, int64_t nb, const BlockQ8_
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + kX16Rows * t, acc[t]);
 }
 
-// One token, S groups (w[s] -> out[s], 16 floats each) read side by side,
-// block b of every group before block b + 1: S sequential weight streams
-// (X16OneTokenStreams). Each group's sums are Q4Kx16TileVnni<1>'s, bit for bit.
-template <int S>
-HWY_INLINE void Q4Kx16StreamsVnni(const BlockQ4_Kx16* const* w, int64_t nb, const BlockQ8_K* y,
-                                  const int32_t* pairs, float* const* out, int64_t ahead) {
-  __m512 acc[S];
-  SKIPKV_UNROLL
-  for (int s = 0; s < S; ++s) acc[s] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    SKIPKV_UNROLL
-    for (int s = 0; s < S; ++s) {
-      PrefetchBlockAhead(w[s], b, ahead);
-      Q4Kx16BlockVnni<1>(w[s][b], b, &y, &pairs, &acc[s]);
-    }
-  }
-  SKIPKV_UNROLL
-  for (int s = 0; s < S; ++s) _mm512_storeu_ps(out[s], acc[s]);
-}
 #elif SKIPKV_X86_INT8
 // AVX2 (and AVX3 without VNNI): each half of a group (8 rows) in a ymm. The
 // u8 x s8 pair products (vpmaddubsw, |.| <= 2 * 15 * 128) of a sub-block's 8
@@ -424,24 +405,6 @@ HWY_INLINE void Q8_0x16TileVnni(const BlockQ8_0x16* w, int64_t nb, const ActQ8* 
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + kX16Rows * t, _mm512_add_ps(acc[t][0], acc[t][1]));
 }
 
-// One token, S groups read side by side as Q4Kx16StreamsVnni; each group's
-// sums are Q8_0x16TileVnni<1>'s, bit for bit.
-template <int S>
-HWY_INLINE void Q8_0x16StreamsVnni(const BlockQ8_0x16* const* w, int64_t nb, const ActQ8* a,
-                                   const int32_t* sums, float* const* out, int64_t ahead) {
-  __m512 acc[S][2];
-  SKIPKV_UNROLL
-  for (int s = 0; s < S; ++s) acc[s][0] = acc[s][1] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    SKIPKV_UNROLL
-    for (int s = 0; s < S; ++s) {
-      PrefetchBlockAhead(w[s], b, ahead);
-      Q8_0x16BlockVnni<1>(w[s][b], b, &a, &sums, &acc[s]);
-    }
-  }
-  SKIPKV_UNROLL
-  for (int s = 0; s < S; ++s) _mm512_storeu_ps(out[s], _mm512_add_ps(acc[s][0], acc[s][1]));
-}
 #elif SKIPKV_X86_INT8
 // Rows 8 h0 .. 8 (h0 + NH) - 1, as Q4Kx16HalvesAvx2.
 template <int NT, int NH>
@@ -652,24 +615,6 @@ HWY_INLINE void Q6Kx16TileVnni(const BlockQ6_Kx16* w, int64_t nb, const BlockQ8_
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + kX16Rows * t, acc[t]);
 }
 
-// One token, S groups read side by side as Q4Kx16StreamsVnni; each group's
-// sums are Q6Kx16TileVnni<1>'s, bit for bit.
-template <int S>
-HWY_INLINE void Q6Kx16StreamsVnni(const BlockQ6_Kx16* const* w, int64_t nb, const BlockQ8_K* y,
-                                  float* const* out, int64_t ahead) {
-  __m512 acc[S];
-  SKIPKV_UNROLL
-  for (int s = 0; s < S; ++s) acc[s] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    SKIPKV_UNROLL
-    for (int s = 0; s < S; ++s) {
-      PrefetchBlockAhead(w[s], b, ahead);
-      Q6Kx16BlockVnni<1>(w[s][b], b, &y, &acc[s]);
-    }
-  }
-  SKIPKV_UNROLL
-  for (int s = 0; s < S; ++s) _mm512_storeu_ps(out[s], acc[s]);
-}
 #elif SKIPKV_X86_INT8
 // AVX2 (and AVX3 without VNNI), a half (8 rows) a ymm as Q4Kx16HalvesAvx2:
 // vpmaddubsw's u8 x s8 pair sums (|.| <= 2 * 63 * 128) of two chunks add up
@@ -825,8 +770,10 @@ HWY_INLINE void Q6Kx16Tile(const BlockQ6_Kx16* w, int64_t nb, const BlockQ8_K* c
 
 // The three interleaved types for X16Rows: block, activation block and format,
 // the per-(token, block) integers the tiles take, a batch's prefetch distance
-// in blocks, the tile, and on AVX-512 VNNI the one-token kernel over S groups
-// side by side (Streams, X16OneTokenStreams).
+// in blocks, the tile, and on AVX-512 VNNI one token's step over one block of
+// one group (OneAcc: a group's accumulators, zero to start; AddBlock: block b
+// as the one-token tile adds it; Store: its 16 results), which
+// X16OneTokenStreams runs over S groups side by side.
 struct Q4_Kx16Kind {
   static constexpr DType kType = DType::kQ4_Kx16;
   static constexpr int64_t kBatchAhead = kX16BatchPrefetchBlocks;
@@ -842,11 +789,11 @@ struct Q4_Kx16Kind {
     Q4Kx16Tile<NT>(w, nb, a, aux, out, ahead);
   }
 #if SKIPKV_VNNI
-  template <int S>
-  static HWY_INLINE void Streams(const Block* const* w, int64_t nb, const Act* a, const int32_t* aux,
-                                 float* const* out, int64_t ahead) {
-    Q4Kx16StreamsVnni<S>(w, nb, a, aux, out, ahead);
+  using OneAcc = __m512;
+  static HWY_INLINE void AddBlock(const Block& g, int64_t b, const Act* a, const int32_t* aux, OneAcc& acc) {
+    Q4Kx16BlockVnni<1>(g, b, &a, &aux, &acc);
   }
+  static HWY_INLINE void Store(const OneAcc& acc, float* out) { _mm512_storeu_ps(out, acc); }
 #endif
 };
 struct Q6_Kx16Kind {
@@ -864,11 +811,11 @@ struct Q6_Kx16Kind {
     Q6Kx16Tile<NT>(w, nb, a, out, ahead);
   }
 #if SKIPKV_VNNI
-  template <int S>
-  static HWY_INLINE void Streams(const Block* const* w, int64_t nb, const Act* a, const int32_t*,
-                                 float* const* out, int64_t ahead) {
-    Q6Kx16StreamsVnni<S>(w, nb, a, out, ahead);
+  using OneAcc = __m512;
+  static HWY_INLINE void AddBlock(const Block& g, int64_t b, const Act* a, const int32_t*, OneAcc& acc) {
+    Q6Kx16BlockVnni<1>(g, b, &a, &acc);
   }
+  static HWY_INLINE void Store(const OneAcc& acc, float* out) { _mm512_storeu_ps(out, acc); }
 #endif
 };
 struct Q8_0x16Kind {
@@ -889,18 +836,24 @@ struct Q8_0x16Kind {
     Q8_0x16Tile<NT>(w, nb, a, aux, out, ahead);
   }
 #if SKIPKV_VNNI
-  template <int S>
-  static HWY_INLINE void Streams(const Block* const* w, int64_t nb, const Act* a, const int32_t* aux,
-                                 float* const* out, int64_t ahead) {
-    Q8_0x16StreamsVnni<S>(w, nb, a, aux, out, ahead);
+  using OneAcc = __m512[2];  // the two fma chains (by block parity)
+  static HWY_INLINE void AddBlock(const Block& g, int64_t b, const Act* a, const int32_t* aux, OneAcc& acc) {
+    Q8_0x16BlockVnni<1>(g, b, &a, &aux, &acc);
+  }
+  static HWY_INLINE void Store(const OneAcc& acc, float* out) {
+    _mm512_storeu_ps(out, _mm512_add_ps(acc[0], acc[1]));
   }
 #endif
 };
 
-// One token (a.n == 1) over rows [r0, r1), on AVX-512 VNNI (Kind::Streams): the
-// groups cut into S equal parts, step i taking group i of every part, so that
-// each part is one sequential stream and S of them are read side by side
-// (DecodeStreams, simd_internal.h); the groups left over go one at a time.
+#if SKIPKV_VNNI
+// One token (a.n == 1) over rows [r0, r1), on AVX-512 VNNI: the groups cut
+// into S equal parts, step i taking group i of every part, and within a step
+// block b of every group before block b + 1, so that each part is one
+// sequential stream and S of them are read side by side (DecodeStreams,
+// simd_internal.h). Each group is summed by Kind::AddBlock as the one-token
+// tile sums it, so the results are the tile's bit for bit; the groups left
+// over go through the tile one at a time.
 template <class Kind, int S>
 void X16OneTokenStreams(const MatArgs& a, int64_t r0, int64_t r1, int64_t ahead) {
   using Act = typename Kind::Act;
@@ -915,13 +868,18 @@ void X16OneTokenStreams(const MatArgs& a, int64_t r0, int64_t r1, int64_t ahead)
   const int64_t groups = (r1 - r0) / kX16Rows, part = groups / S;
   for (int64_t i = 0; i < part; ++i) {
     const Block* w[S];
-    float* out[S];
     SKIPKV_UNROLL
-    for (int s = 0; s < S; ++s) {
-      w[s] = base + (s * part + i) * nb;
-      out[s] = a.y + r0 + (s * part + i) * kX16Rows;
+    for (int s = 0; s < S; ++s) w[s] = base + (s * part + i) * nb;
+    typename Kind::OneAcc acc[S] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+      SKIPKV_UNROLL
+      for (int s = 0; s < S; ++s) {
+        PrefetchBlockAhead(w[s], b, ahead);
+        Kind::AddBlock(w[s][b], b, x, aux, acc[s]);
+      }
     }
-    Kind::template Streams<S>(w, nb, x, aux, out, ahead);
+    SKIPKV_UNROLL
+    for (int s = 0; s < S; ++s) Kind::Store(acc[s], a.y + r0 + (s * part + i) * kX16Rows);
   }
   for (int64_t g = S * part; g < groups; ++g) {
     const Act* xs[1] = {x};
@@ -929,6 +887,7 @@ void X16OneTokenStreams(const MatArgs& a, int64_t r0, int64_t r1, int64_t ahead)
     Kind::template Tile<1>(base + g * nb, nb, xs, auxs, a.y + r0 + g * kX16Rows, ahead);
   }
 }
+#endif
 
 // Rows [r0, r1) (multiples of 16) for all tokens: groups of 16 rows x tiles
 // of up to 4 tokens, cache-blocked; each token's per-block integers (Kind::Aux)
