@@ -154,6 +154,17 @@ struct Setting {
     from_env = false;
     Store(Values{});
   }
+  // "Q8_0x16 <describe(0, value)>, Q4_Kx16 ..., Q6_Kx16 ...", then the
+  // variable's name when the environment set it.
+  template <class Describe>
+  std::string Status(Describe describe) const {
+    std::string out;
+    for (size_t i = 0; i < kNumTypes; ++i) {
+      out += std::string(i ? ", " : "") + kTypes[i].label + " " +
+             describe(i, v[i].load(std::memory_order_relaxed));
+    }
+    return from_env ? out + " (" + sw.env + ")" : out;
+  }
   int64_t Get(DType type, int64_t otherwise) const {
     for (size_t i = 0; i < kNumTypes; ++i) {
       if (kTypes[i].type == type) return v[i].load(std::memory_order_relaxed);
@@ -205,17 +216,12 @@ void SetDecodePrefetchForTesting(const DecodePrefetch& p) { ThePrefetch().Store(
 void ResetDecodePrefetchForTesting() { ThePrefetch().Reset(); }
 
 std::string DecodePrefetchStatus() {
-  const Setting<DecodePrefetch>& s = ThePrefetch();
-  std::string out;
-  for (size_t i = 0; i < kNumTypes; ++i) {
-    const int64_t bytes = s.v[i].load(std::memory_order_relaxed);
+  return ThePrefetch().Status([](size_t i, int64_t bytes) {
     const int64_t blocks = WholeBlocks(bytes, kTypes[i].block_bytes);
-    out += std::string(i ? ", " : "") + kTypes[i].label + " " +
-           (bytes == 0 ? "none"
-                       : std::to_string(bytes) + " B (" + std::to_string(blocks) +
-                             (blocks == 1 ? " block)" : " blocks)"));
-  }
-  return out + (s.from_env ? " (SKIPKV_DECODE_PREFETCH)" : "");
+    return bytes == 0 ? std::string("none")
+                      : std::to_string(bytes) + " B (" + std::to_string(blocks) +
+                            (blocks == 1 ? " block)" : " blocks)");
+  });
 }
 
 bool ParseDecodeStreams(std::string_view text, DecodeStreams* out, std::string* why) {
@@ -232,13 +238,7 @@ void SetDecodeStreamsForTesting(const DecodeStreams& p) { TheStreams().Store(p);
 void ResetDecodeStreamsForTesting() { TheStreams().Reset(); }
 
 std::string DecodeStreamsStatus() {
-  const Setting<DecodeStreams>& s = TheStreams();
-  std::string out;
-  for (size_t i = 0; i < kNumTypes; ++i) {
-    out += std::string(i ? ", " : "") + kTypes[i].label + " " +
-           std::to_string(s.v[i].load(std::memory_order_relaxed));
-  }
-  return out + (s.from_env ? " (SKIPKV_DECODE_STREAMS)" : "");
+  return TheStreams().Status([](size_t, int64_t n) { return std::to_string(n); });
 }
 
 }  // namespace skipkv::kernels::internal
