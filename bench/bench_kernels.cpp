@@ -5,6 +5,10 @@
 //               so the weights stream from DRAM (decode reality); "hot" reuses
 //               one copy (cache-resident when it fits).
 //   BM_MatMul   prefill / batched-decode GEMM; counter GFLOP/s = 2 rows in n / s.
+//   BM_FmaPeak  the core's FMA roof in the dispatched target's vectors
+//               (kernels::FmaChains: 12 chains, no loads); counter GFLOP/s on
+//               the same scale as BM_MatMul's, so a float matmul's rate reads
+//               as a share of it.
 //   BM_AttentionDecode  one decode step's attention for `tasks` sequences at
 //               4096 cached keys; counter us_per_token = us per cached token per
 //               sequence (one layer, all heads), comparable to llama.cpp's figure
@@ -150,12 +154,31 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
   for (int ti = 0; ti < kNumTypes; ++ti) {
     for (int n : {16, 128}) b->Args({ti, 1, n, 2});
     b->Args({ti, 1, 512, 2});  // as in a pp512 prefill
+    b->Args({ti, 1, 512, 1});  // one thread: against BM_FmaPeak/threads:1, the core's roof
     b->Args({ti, 2, 128, 2});  // the FFN down projection: 35 KiB of f32 activations a token
     b->Args({ti, 2, 512, 2});  // ... and as in pp512: 17.5 MiB of them, beyond a cache share
+    b->Args({ti, 2, 512, 1});
   }
 }
 BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->ArgNames({"type", "shape", "n", "threads"})->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+
+// Args: threads. Each thread runs its own FmaChains; 2 flops per lane and step.
+void BM_FmaPeak(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  ThreadPool pool(threads);
+  constexpr int64_t kSteps = 1 << 20;
+  const int64_t values = kernels::FmaChainValues();
+  std::vector<float> out(static_cast<size_t>(values * threads));
+  for (auto _ : state) {
+    pool.Run(threads, [&](int64_t task, int) { kernels::FmaChains(kSteps, out.data() + task * values); });
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(1e-9 * 2.0 * values * kSteps * threads * state.iterations(),
+                                                 benchmark::Counter::kIsRate);
+  state.SetLabel(std::string("target=") + kernels::SimdTargetName());
+}
+BENCHMARK(BM_FmaPeak)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // Attention inputs for `tasks` sequences: random K/V of `slots` cached keys
 // per KV head and n_q query rows whose first sits at slot slots - n_q (causal).

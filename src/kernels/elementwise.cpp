@@ -1,5 +1,5 @@
 // SIMD elementwise kernels (RmsNorm, Rope, Softmax, SiluMul, Add,
-// ConvertF16ToF32, ReadSweep), compiled
+// ConvertF16ToF32, ReadSweep, FmaChains), compiled
 // per Highway target. Whole vectors go through Highway; the n % lanes tail
 // uses the same formula in scalar code. Rope takes its angles from
 // rope_freq.h (shared with the reference), so only the rotation is SIMD.
@@ -225,6 +225,29 @@ uint64_t ReadSweepT(const uint64_t* words, int64_t n) {
   return x;
 }
 
+// kFmaChains chains of x = x * m + c in the widest vectors, nothing else:
+// no loads, so the loop runs at the FMA units' rate. Twelve chains keep two
+// FMA pipes of 4-cycle latency busy (8 would do) and, with m and c, fit the
+// 16 registers of AVX2.
+int64_t FmaChainValuesT() { return kFmaChains * static_cast<int64_t>(hn::Lanes(hn::ScalableTag<float>())); }
+
+void FmaChainsT(int64_t steps, float* out) {
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const auto m = hn::Set(df, kFmaChainMul), c = hn::Set(df, kFmaChainAdd);
+  hn::Vec<decltype(df)> x[kFmaChains];
+  HWY_ALIGN float start[HWY_MAX_BYTES / sizeof(float)];
+  for (int i = 0; i < kFmaChains; ++i) {
+    for (int64_t j = 0; j < N; ++j) start[j] = FmaChainStart(i * N + j);
+    x[i] = hn::Load(df, start);
+  }
+  for (int64_t s = 0; s < steps; ++s) {
+    SKIPKV_UNROLL
+    for (int i = 0; i < kFmaChains; ++i) x[i] = hn::MulAdd(x[i], m, c);
+  }
+  for (int i = 0; i < kFmaChains; ++i) hn::StoreU(x[i], df, out + i * N);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace skipkv::kernels::internal
 HWY_AFTER_NAMESPACE();
@@ -238,6 +261,8 @@ HWY_EXPORT(SiluMulT);
 HWY_EXPORT(AddT);
 HWY_EXPORT(ConvertF16ToF32T);
 HWY_EXPORT(ReadSweepT);
+HWY_EXPORT(FmaChainValuesT);
+HWY_EXPORT(FmaChainsT);
 
 void RmsNormSimd(const float* x, const float* weight, int64_t n, float eps, float* out) {
   HWY_DYNAMIC_DISPATCH(RmsNormT)(x, weight, n, eps, out);
@@ -254,5 +279,7 @@ void ConvertF16ToF32Simd(const uint16_t* src, float* dst, int64_t n) {
   HWY_DYNAMIC_DISPATCH(ConvertF16ToF32T)(src, dst, n);
 }
 uint64_t ReadSweepSimd(const uint64_t* words, int64_t n) { return HWY_DYNAMIC_DISPATCH(ReadSweepT)(words, n); }
+int64_t FmaChainValuesSimd() { return HWY_DYNAMIC_DISPATCH(FmaChainValuesT)(); }
+void FmaChainsSimd(int64_t steps, float* out) { HWY_DYNAMIC_DISPATCH(FmaChainsT)(steps, out); }
 }  // namespace skipkv::kernels::internal
 #endif

@@ -338,6 +338,8 @@ void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
 void Add(float* y, const float* x, int64_t n) { internal::AddSimd(y, x, n); }
 void ConvertF16ToF32(const uint16_t* src, float* dst, int64_t n) { internal::ConvertF16ToF32Simd(src, dst, n); }
 uint64_t ReadSweep(const uint64_t* words, int64_t n) { return internal::ReadSweepSimd(words, n); }
+int64_t FmaChainValues() { return internal::FmaChainValuesSimd(); }
+void FmaChains(int64_t steps, float* out) { internal::FmaChainsSimd(steps, out); }
 
 void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks, ThreadPool& pool) {
   SKIPKV_CHECK(shape.n_kv_heads > 0 && shape.n_heads % shape.n_kv_heads == 0);

@@ -85,6 +85,17 @@ void ConvertF16ToF32(const uint16_t* src, float* dst, int64_t n);
 // keeps the reads observable. Exact on every target.
 uint64_t ReadSweep(const uint64_t* words, int64_t n);
 
+// The arithmetic roof of this core: FmaChainValues() floats in 12
+// independent chains of the dispatched target's widest float vectors, each
+// value v starting at 1 + v / 1024 and taking `steps` fused multiply-adds
+// x = x * 0.999 + 0.001, with no memory traffic. bench_kernels' BM_FmaPeak
+// times it (2 x FmaChainValues() x steps flops), so a float matmul's GFLOP/s
+// reads as a share of the FMA peak. out: FmaChainValues() floats, the final
+// values. Equal to ref::FmaChains where the target fuses the multiply-add
+// (every x86 target; EMU128 rounds the product first).
+int64_t FmaChainValues();
+void FmaChains(int64_t steps, float* out);
+
 // ---- Attention --------------------------------------------------------------
 // One sequence's queries against one layer of its KV cache. Per KV head h the
 // cache holds n_slots rows of K and V (contiguous, head_dim elements each, f16
@@ -175,6 +186,7 @@ void SiluMul(const float* gate, const float* up, float* out, int64_t n);
 void Add(float* y, const float* x, int64_t n);
 void ConvertF16ToF32(const uint16_t* src, float* dst, int64_t n);
 uint64_t ReadSweep(const uint64_t* words, int64_t n);
+void FmaChains(int64_t steps, int64_t values, float* out);  // out: `values` floats
 void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks);
 }  // namespace ref
 

@@ -317,6 +317,12 @@ void SiluMulSimd(const float* gate, const float* up, float* out, int64_t n);
 void AddSimd(float* y, const float* x, int64_t n);
 void ConvertF16ToF32Simd(const uint16_t* src, float* dst, int64_t n);
 uint64_t ReadSweepSimd(const uint64_t* words, int64_t n);
+int64_t FmaChainValuesSimd();
+void FmaChainsSimd(int64_t steps, float* out);
+// FmaChains' constants (ops.h); ref::FmaChains spells them out itself.
+inline constexpr int kFmaChains = 12;
+inline constexpr float kFmaChainMul = 0.999f, kFmaChainAdd = 0.001f;
+inline float FmaChainStart(int64_t value) { return 1.0f + static_cast<float>(value) / 1024.0f; }
 const char* TargetNameSimd();
 // True when the dynamic dispatch runs the AVX3_DL target (matmul.cpp).
 bool DispatchIsAvx3Dl();

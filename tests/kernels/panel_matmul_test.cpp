@@ -1,4 +1,4 @@
-// Panel products (kernels/panel_matmul.h), ConvertF16ToF32 and ReadSweep against their
+// Panel products (kernels/panel_matmul.h), ConvertF16ToF32, ReadSweep and FmaChains against their
 // scalar oracles on every compiled target, on sizes that are not multiples
 // of the tile (6 rows) or the panel (16 columns) or the vector width; the
 // Gram pass's hits, sums and tile order, and the target actually used.
@@ -235,6 +235,37 @@ TEST_P(PanelMatMulTest, ReadSweepEqualsTheScalarXorAtEveryLengthAndOffset) {
   const uint64_t three[] = {1, 2, 4};
   EXPECT_EQ(kernels::ref::ReadSweep(three, 3), 7u);
   EXPECT_EQ(kernels::ReadSweep(three, 3), 7u);
+}
+
+TEST_P(PanelMatMulTest, FmaChainsEqualTheScalarFusedChains) {
+  // 12 chains of the target's widest float vectors; each value follows its
+  // own start, so a swapped lane, a chain run too often or too rarely, or
+  // an unfused multiply-add changes the result. EMU128 rounds the product
+  // before the add (hn::MulAdd without FMA); each rounding decays by 0.999 a
+  // step, so there the chains agree to 1000 roundings of 1.0, below 1e-4.
+  const int64_t values = kernels::FmaChainValues();
+  ASSERT_EQ(values % 12, 0);
+  ASSERT_GE(values, 12);
+  const bool fused = GetParam() != HWY_EMU128 && GetParam() != HWY_SCALAR;
+  for (const int64_t steps : {0, 1, 7, 1000}) {
+    std::vector<float> got(static_cast<size_t>(values)), want(static_cast<size_t>(values));
+    kernels::FmaChains(steps, got.data());
+    kernels::ref::FmaChains(steps, values, want.data());
+    for (int64_t v = 0; v < values; ++v) {
+      if (fused) {
+        ASSERT_EQ(got[v], want[v]) << "steps " << steps << " value " << v;
+      } else {
+        ASSERT_NEAR(got[v], want[v], 1e-4f) << "steps " << steps << " value " << v;
+      }
+    }
+  }
+  // The reference on hand-computed values: no steps leave 1 + v / 1024;
+  // one step of value 0 is 1 * 0.999 + 0.001 = 1.
+  float one[3];
+  kernels::ref::FmaChains(0, 3, one);
+  EXPECT_EQ(one[2], 1.0f + 2.0f / 1024.0f);
+  kernels::ref::FmaChains(1, 1, one);
+  EXPECT_NEAR(one[0], 1.0f, 1e-7f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, PanelMatMulTest, ::testing::ValuesIn(testing::CompiledSimdTargets()),
