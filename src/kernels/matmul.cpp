@@ -301,13 +301,11 @@ HWY_INLINE void FloatTileStore(const MatArgs& a, int64_t r, int64_t t0, const Fl
   StoreTile<NR, NT>(a, r, t0, out);
 }
 
-static_assert(hn::MaxLanes(hn::ScalableTag<float>()) <= kTileStashLanes);
-
-// Elements [k0, k1) of rows [r, r + NR) x tokens [t0, t0 + NT), with the
-// accumulators in `stash` between k slices (TileCacheBlock's contract; the
-// first of a pair's two slots).
+// Rows [r, r + NR) x tokens [t0, t0 + NT), all `in` elements: FloatRows
+// never slices k (TileCacheBlock then passes k0 = 0, k1 = in and no stash).
 template <int NR, int NT, class WT>
-HWY_NOINLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0, int64_t k0, int64_t k1, float* stash) {
+HWY_NOINLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0, int64_t k0, int64_t k1) {
+  SKIPKV_DCHECK(k0 == 0 && k1 == a.in);
   const WT* w[NR];
   const float* x[NT];
   RowPointers(a.w, a.w_row_bytes, r, w);
@@ -317,17 +315,10 @@ HWY_NOINLINE void FloatTile(const MatArgs& a, int64_t r, int64_t t0, int64_t k0,
   SKIPKV_UNROLL
   for (int i = 0; i < NR; ++i) {
     SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) {
-      acc.acc[i][t] = k0 > 0 ? hn::LoadU(df, TileStashPair(stash, i, t)) : hn::Zero(df);
-    }
+    for (int t = 0; t < NT; ++t) acc.acc[i][t] = hn::Zero(df);
   }
   FloatTileSpan<NR, NT, WT>(w, x, k0, k1, a.in, acc);
-  if (k1 == a.in) return FloatTileStore<NR, NT>(a, r, t0, acc);
-  SKIPKV_UNROLL
-  for (int i = 0; i < NR; ++i) {
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) hn::StoreU(acc.acc[i][t], df, TileStashPair(stash, i, t));
-  }
+  FloatTileStore<NR, NT>(a, r, t0, acc);
 }
 
 constexpr bool kFloatAvx512 = HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL;
@@ -335,8 +326,14 @@ constexpr bool kFloatAvx512 = HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_D
 // Rows [r0, r1) of a float-weight matmul: cache blocks (ForEachCacheBlock;
 // token blocks a multiple of 4, row slices a multiple of 8 tiles) and their
 // tiles (TileCacheBlock): 6 rows x 4 tokens on AVX-512, 3 x 4 on other
-// targets (see FloatAcc), k slices of 1,536 elements (4 tokens of f32
-// activations in 24 KiB). Each tile is its own function: inlined into this
+// targets (see FloatAcc), each over all `in` elements. No k slices: at the
+// FFN down projection's 8,960 inputs a tile reads its 4 tokens' activations
+// (140 KiB of f32) from L2, about 11 bytes a vector FMA, which L2 delivers; slices of
+// 1,536 elements (until 2026-12-07) kept them in L1 but cost 2-16 % on
+// Zen 5 (F32, F16, AVX2 BF16; n = 128 and 512; 1 and 2 threads), below
+// llama.cpp's down projection (BENCHMARKS.md, "FMA roof"). The bf16 dot
+// product tiles, at twice the rate, still slice (matmul_bf16_x86.cpp).
+// Each tile is its own function: inlined into this
 // loop nest, GCC kept half the accumulators of a 2 x 4 tile on the stack.
 // F16 8960x1536 n=128 on Zen 5: 195 -> 339 GFLOP/s; the FFN down projection
 // (1536x8960): 189 -> 320 (BENCHMARKS.md).
@@ -391,16 +388,18 @@ HWY_NOINLINE void FloatDecodeRun(const MatArgs& a, int64_t rb, int64_t re, int64
 template <class WT>
 void FloatRows(const MatArgs& a, int64_t r0, int64_t r1) {
   constexpr int kRows = kFloatAvx512 ? 6 : 3, kTokens = 4;
-  const int64_t two_n = 2 * static_cast<int64_t>(hn::Lanes(hn::ScalableTag<float>()));
-  const int64_t kslice = std::max<int64_t>(two_n, (24 << 10) / (4 * sizeof(float)) / two_n * two_n);
-  const auto tile = [&](auto nr, int64_t r, int64_t t, int64_t nt, int64_t k0, int64_t k1, float* stash) {
+  const auto tile = [&](auto nr, int64_t r, int64_t t, int64_t nt, int64_t k0, int64_t k1, float*) {
     constexpr int NR = decltype(nr)::value;
-    WithTileTokens<kTokens>(nt, [&](auto ntc) { FloatTile<NR, decltype(ntc)::value, WT>(a, r, t, k0, k1, stash); });
+    WithTileTokens<kTokens>(nt, [&](auto ntc) { FloatTile<NR, decltype(ntc)::value, WT>(a, r, t, k0, k1); });
   };
   const auto run = [&](int64_t rb, int64_t re, int64_t t) { FloatDecodeRun<WT>(a, rb, re, t); };
-  ForEachCacheBlock(a, r0, r1, 4, [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
-    TileCacheBlock<kRows, kTokens, /*kRunWideDecode=*/true>(a, rb, re, tb, te, kslice, tile, run);
-  }, 8 * kRows);
+  ForEachCacheBlock(
+      a, r0, r1, 4,
+      [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
+        TileCacheBlock<kRows, kTokens, /*kRunWideDecode=*/true>(a, rb, re, tb, te, /*kslice=*/a.in, tile,
+                                                                run);
+      },
+      8 * kRows);
 }
 
 // ---- int8 helpers ---------------------------------------------------------------

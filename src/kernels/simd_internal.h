@@ -232,10 +232,11 @@ inline float* TileStashPair(float* stash, int i, int t) {
 //   activations fit; BENCHMARKS.md).
 // - Batches: tiles of kRows x kTokens, rows left over one at a time (against
 //   4 tokens).
-// - Where 4 tokens' activations exceed the 24 KiB share of L1 (`in` >
-//   kslice, a multiple of 2 vectors), each group of 4 tokens goes in k slices
-//   of kslice elements, every slice across all the block's rows before the
-//   next, so the tiles read activations from L1, not L2.
+// - Where `in` > kslice (a multiple of 2 vectors; the bf16 dot-product
+//   tiles pass 4 tokens' activations in 24 KiB, the float tiles pass `in`
+//   and never slice), each group of 4 tokens goes in k slices of kslice
+//   elements, every slice across all the block's rows before the next, so
+//   the tiles read activations from L1, not L2.
 template <int kRows, int kTokens, bool kRunWideDecode = false, class Tile, class Run>
 inline void TileCacheBlock(const MatArgs& a, int64_t rb, int64_t re, int64_t tb, int64_t te, int64_t kslice,
                            Tile&& tile, Run&& run) {

@@ -376,9 +376,10 @@ TEST_P(MatMulTest, GuardedDecodeMatchesLoneProducts) {
   }
 }
 
-// Float and bf16 weights with more inputs than one k slice (TileCacheBlock,
-// simd_internal.h: 1,536 for f32 activations, 3,072 for bf16 ones): in =
-// 3,237 gives two or three slices, the last with the odd vector and a tail
+// Float and bf16 weights with more inputs than one k slice of the bf16 dot
+// product tiles (TileCacheBlock, simd_internal.h: 3,072 bf16 activations;
+// float tiles read whole rows, so for them this is the long-row case): in =
+// 3,237 gives two slices, the last with the odd vector and a tail
 // that is not a multiple of any vector width; 50 rows give 3-row tiles and
 // 2 rows left over (6-row float tiles on AVX-512: 8 tiles and 2 rows); n =
 // 6 gives a group of 4 tokens and one of 2. Checked
@@ -391,8 +392,8 @@ TEST_P(MatMulTest, KSlicedBatchesMatchReferenceAndMatVec) {
 
 // Batches whose activations exceed kCachedActBytes (8 MiB; simd_internal.h)
 // go in token groups of kGroupActBytes (2 MiB): 700 tokens of 3,237 f32
-// inputs are 8.6 MiB, so groups of 160 tokens and a last one of 60, each
-// k-sliced. bf16 activations (AVX3_DL with AVX512_BF16) stay one group.
+// inputs are 8.6 MiB, so groups of 160 tokens and a last one of 60. bf16
+// activations (AVX3_DL with AVX512_BF16) stay one group, k-sliced.
 // Against a 2-thread run, the oracle and lone MatVecs of every 7th token.
 TEST_P(MatMulTest, TokenGroupsMatchReferenceAndMatVec) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
@@ -408,7 +409,7 @@ TEST_P(MatMulTest, TokenGroupsMatchReferenceAndMatVec) {
 // rows give whole tiles and 2 rows left over. n = 1 and 3 are decode
 // throughout (3 tokens: a 2-token and a 1-token tile where float tiles take
 // 2 tokens, AVX2 and scalar); n = 6 is a
-// k-sliced block of 4 tokens and then a decode block of 2. Each against a
+// block of 4 tokens (k-sliced in bf16 tiles) and then a decode block of 2. Each against a
 // 3-thread run, the oracle and lone MatVecs of every token.
 TEST_P(MatMulTest, DecodeRowTilesOnLongActivations) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
