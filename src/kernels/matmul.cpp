@@ -328,13 +328,13 @@ constexpr bool kFloatAvx512 = HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_D
 // tiles (TileCacheBlock): 6 rows x 4 tokens on AVX-512, 3 x 4 on other
 // targets (see FloatAcc), each over all `in` elements. No k slices: at the
 // FFN down projection's 8,960 inputs a tile reads its 4 tokens' activations
-// (140 KiB of f32) from L2, about 11 bytes a vector FMA, which L2 delivers; slices of
-// 1,536 elements (until 2026-12-07) kept them in L1 but cost 2-16 % on
-// Zen 5 (F32, F16, AVX2 BF16; n = 128 and 512; 1 and 2 threads), below
+// (140 KiB of f32) from L2, about 11 bytes a vector FMA, which L2 delivers.
+// Slices of 1,536 elements (until 2026-12-07) kept them in L1 but cost 2-16 %
+// on Zen 5 (F32, F16, AVX2 BF16; n = 128 and 512; 1 and 2 threads), below
 // llama.cpp's down projection (BENCHMARKS.md, "FMA roof"). The bf16 dot
 // product tiles, at twice the rate, still slice (matmul_bf16_x86.cpp).
-// Each tile is its own function: inlined into this
-// loop nest, GCC kept half the accumulators of a 2 x 4 tile on the stack.
+// Each tile is its own function: inlined into this loop nest, GCC kept half
+// the accumulators of a 2 x 4 tile on the stack.
 // F16 8960x1536 n=128 on Zen 5: 195 -> 339 GFLOP/s; the FFN down projection
 // (1536x8960): 189 -> 320 (BENCHMARKS.md).
 // Decode (one token) over rows [rb, re), TileCacheBlock's `run`: each row
