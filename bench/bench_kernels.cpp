@@ -37,10 +37,11 @@
 namespace skipkv {
 namespace {
 
-// kQ4_Kx16, kQ8_0x16, kQ6_Kx16 (last): the Q4_K / Q8_0 / Q6_K matrix interleaved in 16-row
-// groups, as the model layer loads it.
-constexpr DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16,    DType::kQ8_0,    DType::kQ4_0,
-                            DType::kQ4_K, DType::kQ6_K, DType::kQ4_Kx16, DType::kQ8_0x16, DType::kQ6_Kx16};
+// kQ4_Kx16, kQ8_0x16, kQ6_Kx16, kF32x16, kF16x16 (last): the Q4_K / Q8_0 / Q6_K / F32 / F16
+// matrix interleaved in 16-row groups, as the model layer loads it where the kernels want it.
+constexpr DType kTypes[] = {DType::kF32,     DType::kF16,     DType::kBF16,   DType::kQ8_0,
+                            DType::kQ4_0,    DType::kQ4_K,    DType::kQ6_K,   DType::kQ4_Kx16,
+                            DType::kQ8_0x16, DType::kQ6_Kx16, DType::kF32x16, DType::kF16x16};
 constexpr int kNumTypes = static_cast<int>(std::size(kTypes));
 struct Shape {
   int64_t rows, in;

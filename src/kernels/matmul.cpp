@@ -14,6 +14,7 @@
 #define HWY_TARGET_INCLUDE "kernels/matmul.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <algorithm>
@@ -843,6 +844,7 @@ HWY_INLINE void PrefetchBlockAhead(const Block* w, int64_t b, int64_t ahead) {
 }
 #endif
 
+#include "kernels/matmul_float_x16-inl.h"
 #include "kernels/matmul_vnni-inl.h"
 #include "kernels/matmul_x16-inl.h"
 
@@ -1010,6 +1012,8 @@ void MatRowsT(const MatArgs& a, int64_t r0, int64_t r1) {
     case DType::kF32: return FloatRows<float>(a, r0, r1);
     case DType::kF16: return FloatRows<f16_t>(a, r0, r1);
     case DType::kBF16: return FloatRows<Bf16Tag>(a, r0, r1);
+    case DType::kF32x16: return FloatX16Rows<float>(a, r0, r1);
+    case DType::kF16x16: return FloatX16Rows<f16_t>(a, r0, r1);
     case DType::kQ4_Kx16: return X16Rows<Q4_Kx16Kind>(a, r0, r1);
     case DType::kQ8_0x16: return X16Rows<Q8_0x16Kind>(a, r0, r1);
     case DType::kQ6_Kx16:
@@ -1027,6 +1031,7 @@ void MatRowsT(const MatArgs& a, int64_t r0, int64_t r1) {
 const char* TargetNameT() { return hwy::TargetName(HWY_TARGET); }
 bool DispatchIsAvx3DlT() { return HWY_TARGET == HWY_AVX3_DL; }
 bool Q8WideActiveT() { return SKIPKV_X86_INT8 && !SKIPKV_VNNI; }
+bool FloatX16PreferredT() { return kFloatAvx512; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace skipkv::kernels::internal
@@ -1039,10 +1044,12 @@ HWY_EXPORT(MatRowsT);
 HWY_EXPORT(TargetNameT);
 HWY_EXPORT(DispatchIsAvx3DlT);
 HWY_EXPORT(Q8WideActiveT);
+HWY_EXPORT(FloatX16PreferredT);
 
 const char* TargetNameSimd() { return HWY_DYNAMIC_DISPATCH(TargetNameT)(); }
 bool DispatchIsAvx3Dl() { return HWY_DYNAMIC_DISPATCH(DispatchIsAvx3DlT)(); }
 bool Q8WideActive() { return HWY_DYNAMIC_DISPATCH(Q8WideActiveT)(); }
+bool FloatX16Preferred() { return HWY_DYNAMIC_DISPATCH(FloatX16PreferredT)(); }
 
 void QuantizeActivations(ActFormat f, const float* x, int64_t in, uint8_t* out) {
   HWY_DYNAMIC_DISPATCH(QuantizeActivationsT)(f, x, in, out);

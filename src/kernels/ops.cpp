@@ -407,9 +407,11 @@ void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks
 const char* SimdTargetName() { return internal::TargetNameSimd(); }
 bool Bf16DotProducts() { return internal::Bf16DotActive(); }
 std::string AmxStatus() { return internal::AmxStatus(); }
-bool InterleavedWeightsWanted() {
+bool InterleavedWeightsWanted(DType file_type) {
+  if (!InterleavedType(file_type).has_value()) return false;
   const char* env = std::getenv("SKIPKV_REPACK");
   if (env != nullptr && std::string(env) == "0") return false;
+  if (file_type == DType::kF32 || file_type == DType::kF16) return internal::FloatX16Preferred();
   // With AMX on too: batches of the interleaved types run on tiles (X16AmxRows).
   return internal::DispatchIsAvx3Dl() || internal::Q8WideActive();
 }

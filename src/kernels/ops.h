@@ -163,16 +163,19 @@ std::string DecodePrefetchStatus();
 // Q4_Kx16 1, Q6_Kx16 1"; SKIPKV_DECODE_STREAMS=N or q8_0=N,q4_k=N,q6_k=N
 // (N = 1, 2, 4, 8) replaces the defaults (kernels/decode_switches.cpp).
 std::string DecodeStreamsStatus();
-// Whether Q4_K, Q6_K and Q8_0 weight matrices should be interleaved in groups
-// of 16 rows (DType::kQ4_Kx16, kQ6_Kx16, kQ8_0x16; tensor/interleaved.h) before they reach
-// MatMul: true when the dispatch runs an x86 int8 target (AVX2, AVX3,
-// AVX3_DL), unless SKIPKV_REPACK=0. With the AMX tiles on (SKIPKV_AMX=1),
-// batches of the interleaved types (8 tokens or more for Q8_0, 64 for Q4_K and Q6_K)
-// run on tiles with the same results, decode on the VNNI kernel; the file's
-// layout never uses the tiles. MatMul takes the interleaved types on every
-// target either way. Their summation order is their own: results agree with
-// the file layout's to float rounding, not bit for bit.
-bool InterleavedWeightsWanted();
+// Whether weight matrices of file type `file_type` should be interleaved in
+// groups of 16 rows (tensor/interleaved.h) before they reach MatMul, unless
+// SKIPKV_REPACK=0: Q4_K, Q6_K and Q8_0 (DType::kQ4_Kx16, kQ6_Kx16, kQ8_0x16)
+// when the dispatch runs an x86 int8 target (AVX2, AVX3, AVX3_DL); F32 and
+// F16 (kF32x16, kF16x16) on AVX-512 (AVX3, AVX3_DL), where their outer-product
+// tiles beat the row-major ones. With the AMX tiles on (SKIPKV_AMX=1),
+// batches of the interleaved int8 types (8 tokens or more for Q8_0, 64 for
+// Q4_K and Q6_K) run on tiles with the same results, decode on the VNNI
+// kernel; the file's layout never uses the tiles. MatMul takes the
+// interleaved types on every target either way. Their summation order is
+// their own: results agree with the file layout's to float rounding, not bit
+// for bit. False for every other type.
+bool InterleavedWeightsWanted(DType file_type);
 
 namespace ref {
 // Scalar references with the same contracts (single-threaded).

@@ -330,6 +330,9 @@ bool DispatchIsAvx3Dl();
 // True when the dispatched target's Q8_0 batch kernel takes ActFormat::kQ8Wide
 // activations (AVX2 and AVX3 without VNNI; matmul.cpp).
 bool Q8WideActive();
+// True when the dispatched target prefers F32 and F16 weights interleaved
+// (kF32x16, kF16x16; matmul_float_x16-inl.h): AVX3 and AVX3_DL.
+bool FloatX16Preferred();
 
 // BF16 weights as bf16 dot products (matmul_bf16_x86.cpp): active when the
 // CPU has AVX512_BF16 and the dispatch runs AVX3_DL. Activations are then

@@ -138,11 +138,14 @@ StatusOr<ModelWeights> BindWeights(const ModelSource& source, const ModelConfig&
 }
 
 int InterleaveWeights(ModelSource& source) {
-  if (source.weights_load != FileLoad::kRead || !kernels::InterleavedWeightsWanted()) return 0;
+  if (source.weights_load != FileLoad::kRead) return 0;
   std::vector<TensorView*> todo;
   const uint8_t *lo = nullptr, *hi = nullptr;
   for (TensorView& t : source.tensors) {
-    if (t.ne[2] != 1 || t.ne[3] != 1 || !CanInterleave(t.type, t.ne[1], t.ne[0])) continue;
+    if (t.ne[2] != 1 || t.ne[3] != 1 || !CanInterleave(t.type, t.ne[1], t.ne[0]) ||
+        !kernels::InterleavedWeightsWanted(t.type)) {
+      continue;
+    }
     todo.push_back(&t);
     lo = lo == nullptr ? t.data : std::min(lo, t.data);
     hi = std::max(hi, t.data + t.NumBytes());

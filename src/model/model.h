@@ -59,9 +59,10 @@ class Model {
   ModelWeights weights_;
 };
 
-// Rewrites the source's Q4_K, Q6_K and Q8_0 matrices in place into the kernels'
-// 16-row interleaved layouts (DType::kQ4_Kx16, kQ6_Kx16, kQ8_0x16; tensor/interleaved.h),
-// before Model::Load binds them: when kernels::InterleavedWeightsWanted() and
+// Rewrites the source's Q4_K, Q6_K, Q8_0, F32 and F16 matrices in place into the
+// kernels' 16-row interleaved layouts (DType::kQ4_Kx16, kQ6_Kx16, kQ8_0x16,
+// kF32x16, kF16x16; tensor/interleaved.h), before Model::Load binds them: each
+// type when kernels::InterleavedWeightsWanted(type) and
 // the weights were read into memory (FileLoad::kRead). Mapped and embedded
 // weights keep the file's layout: rewriting them would turn page-cache pages
 // shared with other processes into private copies. Only whole groups of 16

@@ -13,7 +13,7 @@ namespace {
 
 // Sizes of every ggml type id we might meet in a GGUF file; `supported`
 // marks the ones skipkv computes with.
-constexpr std::array<DTypeInfo, 23> kTypes = {{
+constexpr std::array<DTypeInfo, 25> kTypes = {{
     {DType::kF32, "f32", 1, 4, true},
     {DType::kF16, "f16", 1, 2, true},
     {DType::kQ4_0, "q4_0", 32, 18, true},
@@ -34,6 +34,8 @@ constexpr std::array<DTypeInfo, 23> kTypes = {{
     {DType::kI64, "i64", 1, 8, false},
     {DType::kF64, "f64", 1, 8, false},
     {DType::kBF16, "bf16", 1, 2, true},
+    {DType::kF32x16, "f32_x16", 1, 4, true},
+    {DType::kF16x16, "f16_x16", 1, 2, true},
     {DType::kQ8_0x16, "q8_0_x16", 32, 34, true},
     {DType::kQ4_Kx16, "q4_K_x16", 256, 144, true},
     {DType::kQ6_Kx16, "q6_K_x16", 256, 210, true},

@@ -1,5 +1,5 @@
-// Q4_K, Q8_0 and Q6_K <-> their 16-row interleaved blocks (see interleaved.h and the field comments in
-// dtype.h).
+// Q4_K, Q8_0, Q6_K, F32 and F16 <-> their 16-row interleaved blocks (see interleaved.h and the field
+// comments in dtype.h).
 #include "tensor/interleaved.h"
 
 #include <cstring>
@@ -130,6 +130,29 @@ void ExtractGroupRow(const uint8_t* data, int64_t nb, int64_t row, File* out, Ge
   for (int64_t b = 0; b < nb; ++b) get(group[b], static_cast<int>(row % kGroupRows), out[b]);
 }
 
+// Float rows (E: the element's bits, uint32_t for F32, uint16_t for F16): each
+// group of 16 rows of `in` elements is transposed, row r's element k moving to
+// index 16 k + r.
+template <class E>
+void InterleaveFloatGroups(uint8_t* data, int64_t rows, int64_t in) {
+  const size_t group_elems = kGroupRows * static_cast<size_t>(in);
+  std::vector<E> rows_copy(group_elems);
+  for (int64_t g = 0; g < rows / kGroupRows; ++g) {
+    E* group = reinterpret_cast<E*>(data) + static_cast<size_t>(g) * group_elems;
+    std::memcpy(rows_copy.data(), group, group_elems * sizeof(E));
+    for (int64_t k = 0; k < in; ++k) {
+      for (int r = 0; r < kGroupRows; ++r) group[k * kGroupRows + r] = rows_copy[r * in + k];
+    }
+  }
+}
+
+template <class E>
+void ExtractFloatRow(const uint8_t* data, int64_t in, int64_t row, void* out) {
+  const E* group = reinterpret_cast<const E*>(data) + static_cast<size_t>(row / kGroupRows) * kGroupRows * in;
+  E* dst = static_cast<E*>(out);
+  for (int64_t k = 0; k < in; ++k) dst[k] = group[k * kGroupRows + row % kGroupRows];
+}
+
 }  // namespace
 
 std::optional<DType> InterleavedType(DType file_type) {
@@ -140,6 +163,10 @@ std::optional<DType> InterleavedType(DType file_type) {
       return DType::kQ8_0x16;
     case DType::kQ6_K:
       return DType::kQ6_Kx16;
+    case DType::kF32:
+      return DType::kF32x16;
+    case DType::kF16:
+      return DType::kF16x16;
     default:
       return std::nullopt;
   }
@@ -153,6 +180,10 @@ DType FileTypeOf(DType t) {
       return DType::kQ8_0;
     case DType::kQ6_Kx16:
       return DType::kQ6_K;
+    case DType::kF32x16:
+      return DType::kF32;
+    case DType::kF16x16:
+      return DType::kF16;
     default:
       return t;
   }
@@ -165,9 +196,13 @@ bool CanInterleave(DType t, int64_t rows, int64_t in) {
 
 void InterleaveRows(DType t, uint8_t* data, int64_t rows, int64_t in) {
   SKIPKV_CHECK_MSG(CanInterleave(t, rows, in),
-                   "InterleaveRows: Q4_K, Q6_K or Q8_0, rows a multiple of 16, whole blocks");
+                   "InterleaveRows: Q4_K, Q6_K, Q8_0, F32 or F16, rows a multiple of 16, whole blocks");
   const int64_t nb = in / BlockSize(t);
-  if (t == DType::kQ4_K) {
+  if (t == DType::kF32) {
+    InterleaveFloatGroups<uint32_t>(data, rows, in);
+  } else if (t == DType::kF16) {
+    InterleaveFloatGroups<uint16_t>(data, rows, in);
+  } else if (t == DType::kQ4_K) {
     InterleaveGroups<BlockQ4_K, BlockQ4_Kx16>(data, rows, nb, PutRowQ4_K);
   } else if (t == DType::kQ6_K) {
     InterleaveGroups<BlockQ6_K, BlockQ6_Kx16>(data, rows, nb, PutRowQ6_K);
@@ -181,7 +216,11 @@ void ExtractRow(DType x, const uint8_t* data, int64_t in, int64_t row, void* out
   SKIPKV_CHECK_MSG(file != x && in > 0 && in % BlockSize(file) == 0 && row >= 0,
                    "ExtractRow: not an interleaved matrix");
   const int64_t nb = in / BlockSize(file);
-  if (x == DType::kQ4_Kx16) {
+  if (file == DType::kF32) {
+    ExtractFloatRow<uint32_t>(data, in, row, out);
+  } else if (file == DType::kF16) {
+    ExtractFloatRow<uint16_t>(data, in, row, out);
+  } else if (x == DType::kQ4_Kx16) {
     ExtractGroupRow<BlockQ4_K, BlockQ4_Kx16>(data, nb, row, static_cast<BlockQ4_K*>(out), GetRowQ4_K);
   } else if (x == DType::kQ6_Kx16) {
     ExtractGroupRow<BlockQ6_K, BlockQ6_Kx16>(data, nb, row, static_cast<BlockQ6_K*>(out), GetRowQ6_K);

@@ -1,8 +1,10 @@
 // Conversion between file rows and skipkv's 16-row interleaved layouts
 // (DType::kQ4_Kx16, kQ6_Kx16 and kQ8_0x16; their blocks in dtype.h):
 // block b of 16 consecutive rows (a group) in one interleaved block, so that
-// one SIMD lane per row computes 16 dot products at once. Lossless both ways
-// (the Q4_K 12-byte scale record is a bijection of its sixteen 6-bit
+// one SIMD lane per row computes 16 dot products at once. Float rows
+// (kF32x16, kF16x16) are the same with one element as the block: element k
+// of row 16g + r at index 16k + r of group g (the group transposed). Lossless
+// both ways (the Q4_K 12-byte scale record is a bijection of its sixteen 6-bit
 // values), so a row taken back out is byte for byte the row that went in.
 #pragma once
 
@@ -14,8 +16,9 @@
 namespace skipkv {
 
 // The interleaved layout of a file type (kQ4_K -> kQ4_Kx16, kQ6_K ->
-// kQ6_Kx16, kQ8_0 -> kQ8_0x16), nullopt for the others; and back (FileTypeOf(kQ4_Kx16) == kQ4_K,
-// any other type is returned as is).
+// kQ6_Kx16, kQ8_0 -> kQ8_0x16, kF32 -> kF32x16, kF16 -> kF16x16), nullopt for
+// the others; and back (FileTypeOf(kQ4_Kx16) == kQ4_K, any other type is
+// returned as is).
 std::optional<DType> InterleavedType(DType file_type);
 DType FileTypeOf(DType t);
 

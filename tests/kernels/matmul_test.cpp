@@ -218,6 +218,64 @@ TEST_P(MatMulTest, InterleavedMatchesReferenceAndMatVec) {
   ExpectBatchMatchesOracleAndMatVec(DType::kQ8_0x16, 96, 32, 5, 2, 64, 1);  // an odd number of blocks
 }
 
+// F32 and F16 interleaved in groups of 16 rows (kF32x16, kF16x16; their
+// outer-product tiles, matmul_float_x16-inl.h): against the oracle, across
+// thread counts and as lone MatVecs, with every token-tile tail (n = 1..9, 17),
+// odd lengths, rows that leave a group beside the 3-group tiles (64 = 48 +
+// 16), several row slices (1104 rows of 2560 inputs) and long rows (8,960).
+TEST_P(MatMulTest, FloatInterleavedMatchesReferenceAndMatVec) {
+  for (const DType t : {DType::kF32x16, DType::kF16x16}) {
+    for (const int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17})
+      ExpectBatchMatchesOracleAndMatVec(t, 37, 64, n, 3, 80, 1);
+    ExpectBatchMatchesOracleAndMatVec(t, 1536, 48, 11, 2, 81, 1);
+    ExpectBatchMatchesOracleAndMatVec(t, 2560, 1104, 9, 2, 82, 4);
+    ExpectBatchMatchesOracleAndMatVec(t, 8960, 96, 10, 2, 83, 3);
+  }
+}
+
+// The float interleaved layouts' contract: every (row, token) result is the
+// fused chain acc = fma(w[r][k], x[t][k], acc) over k ascending from 0, so on
+// every target that fuses (all x86 ones, not the portable EMU128 or SCALAR) it
+// equals that chain computed here with std::fma, bit for bit, for decode and
+// batch; on the portable ones it is close.
+// The weights are read back through the file layout's rows (f16 widened by
+// the reference DequantizeRow, not the kernel's conversion).
+TEST(MatMulFloatInterleaved, EveryResultIsTheScalarFusedChain) {
+  for (const DType x16 : {DType::kF32x16, DType::kF16x16}) {
+    SCOPED_TRACE(DTypeName(x16));
+    const int64_t in = 203, rows = 80;
+    const Weights wf = MakeWeights(FileTypeOf(x16), in, rows, 91);
+    const Weights wx = MakeWeights(x16, in, rows, 91);
+    for (const int64_t n : {1, 10}) {
+      const auto x = RandomVec(in * n, 92 + n, 0.5f);
+      std::vector<float> want(n * rows), wrow(in);
+      for (int64_t r = 0; r < rows; ++r) {
+        DequantizeRow(FileTypeOf(x16), wf.view.Row(r), wrow.data(), in);
+        for (int64_t t = 0; t < n; ++t) {
+          float acc = 0.f;
+          for (int64_t k = 0; k < in; ++k) acc = std::fma(wrow[k], x[t * in + k], acc);
+          want[t * rows + r] = acc;
+        }
+      }
+      ThreadPool pool(2);
+      for (const int64_t target : testing::CompiledSimdTargets()) {
+        hwy::SetSupportedTargetsForTest(target);
+        SCOPED_TRACE(std::string(kernels::SimdTargetName()) + " n=" + std::to_string(n));
+        std::vector<float> y(n * rows);
+        kernels::MatMul(wx.view, x.data(), n, y.data(), pool);
+        const std::string name = kernels::SimdTargetName();
+        if (name == "EMU128" || name == "SCALAR") {  // the portable targets need not fuse
+          for (size_t i = 0; i < y.size(); ++i)
+            EXPECT_NEAR(y[i], want[i], 1e-4f * (std::fabs(want[i]) + 1.f)) << i;
+        } else {
+          EXPECT_EQ(0, std::memcmp(want.data(), y.data(), y.size() * sizeof(float)));
+        }
+      }
+      hwy::SetSupportedTargetsForTest(0);
+    }
+  }
+}
+
 // The interleaved layout's results do not depend on the SIMD target (its
 // integers are exact and its float steps fixed: matmul_x16-inl.h), and
 // agree with the file layout's (another summation order) to float rounding.
@@ -260,9 +318,10 @@ TEST_P(MatMulTest, GroupMatchesLoneProducts) {
   const struct {
     DType type;
     int64_t rows;
-  } parts[] = {{DType::kQ4_K, 133},   {DType::kQ6_K, 40},    {DType::kQ4_K, 7},    {DType::kQ8_0, 64},
-               {DType::kF16, 21},     {DType::kBF16, 9},     {DType::kQ4_0, 33},   {DType::kF32, 5},
-               {DType::kQ4_Kx16, 48}, {DType::kQ8_0x16, 32}, {DType::kQ6_Kx16, 32}};
+  } parts[] = {{DType::kQ4_K, 133},   {DType::kQ6_K, 40},    {DType::kQ4_K, 7},     {DType::kQ8_0, 64},
+               {DType::kF16, 21},     {DType::kBF16, 9},     {DType::kQ4_0, 33},    {DType::kF32, 5},
+               {DType::kQ4_Kx16, 48}, {DType::kQ8_0x16, 32}, {DType::kQ6_Kx16, 32}, {DType::kF16x16, 64},
+               {DType::kF32x16, 16}};
   std::vector<Weights> ws;
   for (size_t i = 0; i < std::size(parts); ++i) ws.push_back(MakeWeights(parts[i].type, in, parts[i].rows, 50 + i));
   for (const int64_t n : {1, 5}) {

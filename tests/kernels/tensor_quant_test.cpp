@@ -415,6 +415,33 @@ TEST(Q6KInterleave, FieldsWhereTheLayoutSaysAndRowsComeBack) {
   }
 }
 
+// F32 and F16: element k of row 16 g + r at index 16 k + r of group g, the
+// bytes unchanged, and every row back out byte for byte.
+TEST(FloatInterleave, ElementsWhereTheLayoutSaysAndRowsComeBack) {
+  const int64_t rows = 48, in = 37;
+  for (const DType t : {DType::kF32, DType::kF16}) {
+    SCOPED_TRACE(DTypeName(t));
+    const size_t elem = t == DType::kF32 ? 4 : 2, row_bytes = RowBytes(t, in);
+    ASSERT_EQ(row_bytes, static_cast<size_t>(in) * elem);
+    std::vector<uint8_t> file(rows * row_bytes);
+    for (size_t i = 0; i < file.size(); ++i) file[i] = static_cast<uint8_t>(i * 131 + i / 7);
+    std::vector<uint8_t> x = file;
+    ASSERT_TRUE(CanInterleave(t, rows, in));
+    InterleaveRows(t, x.data(), rows, in);
+    const DType x16 = *InterleavedType(t);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t k = 0; k < in; ++k) {
+        const size_t at = (static_cast<size_t>(r / 16) * 16 * in + k * 16 + r % 16) * elem;
+        ASSERT_EQ(0, std::memcmp(x.data() + at, file.data() + r * row_bytes + k * elem, elem))
+            << r << " " << k;
+      }
+      std::vector<uint8_t> row(row_bytes);
+      ExtractRow(x16, x.data(), in, r, row.data());
+      ASSERT_EQ(0, std::memcmp(row.data(), file.data() + r * row_bytes, row_bytes)) << r;
+    }
+  }
+}
+
 TEST(Q4KInterleave, OnlyWholeGroupsAndNeverAFileType) {
   EXPECT_TRUE(CanInterleave(DType::kQ4_K, 16, 256));
   EXPECT_TRUE(CanInterleave(DType::kQ8_0, 32, 64));
@@ -426,7 +453,12 @@ TEST(Q4KInterleave, OnlyWholeGroupsAndNeverAFileType) {
   EXPECT_FALSE(CanInterleave(DType::kQ6_K, 8, 256));
   EXPECT_FALSE(CanInterleave(DType::kQ4_0, 16, 256));
   EXPECT_FALSE(CanInterleave(DType::kQ4_Kx16, 16, 256));
-  for (const DType x : {DType::kQ4_Kx16, DType::kQ8_0x16, DType::kQ6_Kx16}) {
+  EXPECT_TRUE(CanInterleave(DType::kF16, 32, 37));
+  EXPECT_TRUE(CanInterleave(DType::kF32, 16, 1));
+  EXPECT_FALSE(CanInterleave(DType::kF16, 40, 64));
+  EXPECT_FALSE(CanInterleave(DType::kBF16, 16, 64));
+  EXPECT_FALSE(CanInterleave(DType::kF16x16, 16, 64));
+  for (const DType x : {DType::kQ4_Kx16, DType::kQ8_0x16, DType::kQ6_Kx16, DType::kF32x16, DType::kF16x16}) {
     EXPECT_FALSE(LookupDType(static_cast<uint32_t>(x)).has_value());
     EXPECT_FALSE(DTypeFromName(DTypeName(x)).has_value());
     EXPECT_EQ(RowBytes(x, 512), RowBytes(FileTypeOf(x), 512));

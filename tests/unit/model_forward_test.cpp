@@ -270,8 +270,8 @@ std::string WriteTinyLlama(const char* type, uint64_t seed, const std::string& t
   return MakeRandomModel(o).ok() ? o.output_path : "";
 }
 
-// InterleaveWeights on model files (Q4_K, Q8_0, and Q4_K_M's mix of Q4_K and
-// Q6_K): weights read into memory
+// InterleaveWeights on model files (Q4_K, Q8_0, Q4_K_M's mix of Q4_K and
+// Q6_K, and F16 where the kernels want it): weights read into memory
 // are rewritten in place (every matrix of whole 16-row groups, the token
 // embedding included, whose rows GetRow then takes out of their groups);
 // mapped weights are left alone. Both compute the same logits up to the
@@ -279,7 +279,7 @@ std::string WriteTinyLlama(const char* type, uint64_t seed, const std::string& t
 // a last-bit difference can move an activation to the next int8 step: the
 // reference tests' 3e-2; the per-product agreement is in the kernel tests).
 TEST(ModelForward, ReadWeightsAreInterleavedInPlace) {
-  for (const char* type : {"q4_k", "q8_0", "q4_k_m"}) {
+  for (const char* type : {"q4_k", "q8_0", "q4_k_m", "f16"}) {  // f16 last: it skips where not wanted
     SCOPED_TRACE(type);
     const std::string path = WriteTinyLlama(type, 8, "x16");
     ASSERT_FALSE(path.empty());
@@ -288,12 +288,16 @@ TEST(ModelForward, ReadWeightsAreInterleavedInPlace) {
     std::filesystem::remove(path);
     ASSERT_TRUE(mapped.ok() && read.ok());
     EXPECT_EQ(InterleaveWeights(**mapped), 0);
-    if (!kernels::InterleavedWeightsWanted()) {
+    const bool f16 = std::string(type) == "f16";
+    if (!kernels::InterleavedWeightsWanted(f16 ? DType::kF16 : DType::kQ8_0)) {
       EXPECT_EQ(InterleaveWeights(**read), 0);
-      GTEST_SKIP() << "the kernels want the file layout here (not x86 AVX2/AVX-512, SKIPKV_REPACK=0 or AMX)";
+      GTEST_SKIP() << "the kernels want the file layout here (not x86 AVX2/AVX-512 for the int8 types, not "
+                      "AVX-512 for F16, or SKIPKV_REPACK=0)";
     }
     int n = 0;
-    for (const TensorView& t : (*mapped)->tensors) n += CanInterleave(t.type, t.NumRows(), t.ne[0]);
+    for (const TensorView& t : (*mapped)->tensors) {
+      n += CanInterleave(t.type, t.NumRows(), t.ne[0]) && kernels::InterleavedWeightsWanted(t.type);
+    }
     ASSERT_GT(n, 0);
     EXPECT_EQ(InterleaveWeights(**read), n);
     if (std::string(type) == "q4_k_m") {  // its attn_v / ffn_down of some layers and output are Q6_K
@@ -331,7 +335,8 @@ void ExpectTilesGiveTheLogitsOfAmxOff(const std::function<bool()>& set_tiles, bo
     auto read = OpenModel(path, "", FileLoad::kRead);
     std::filesystem::remove(path);
     ASSERT_TRUE(read.ok());
-    if (!kernels::InterleavedWeightsWanted()) GTEST_SKIP() << "the kernels want the file layout here";
+    if (!kernels::InterleavedWeightsWanted(DType::kQ8_0))
+      GTEST_SKIP() << "the kernels want the file layout here";
     ASSERT_GT(InterleaveWeights(**read), 0);
     ForwardFixture f(std::shared_ptr<const ModelSource>(std::move(*read)));
     ASSERT_NE(f.model, nullptr);
