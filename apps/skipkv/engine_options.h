@@ -17,8 +17,9 @@ inline void AddWeightsOption(CLI::App& sub, std::string* weights) {
   sub.add_option("--weights", *weights,
                  "How the weight files reach memory: auto (read when they fit in 3/4 of available memory, else "
                  "map), read (into memory with transparent huge pages advised: fewer TLB misses, faster and "
-                 "steadier decode; costs the weights' size in RAM; Q4_K and Q8_0 matrices are re-laid out in "
-                 "place in 16-row groups for faster kernels, SKIPKV_REPACK=0 keeps the file's layout), map "
+                 "steadier decode; costs the weights' size in RAM; Q4_K, Q6_K and Q8_0 matrices, and on "
+                 "AVX-512 F32 and F16 ones, are re-laid out in place in 16-row groups for faster kernels, "
+                 "SKIPKV_REPACK=0 keeps the file's layout), map "
                  "(mmap: no copy, page cache shared with other processes; the file's layout)")
       ->check(CLI::IsMember({"auto", "read", "map"}))
       ->capture_default_str();

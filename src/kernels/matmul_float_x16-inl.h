@@ -36,10 +36,10 @@ constexpr int kFx16Vecs = kFx16Group / kFx16Lanes;
 // chains (each bound by the FMA's latency) overlap, each group read from a
 // stream of its own, and a software prefetch kFx16DecodeAheadBytes ahead on
 // each: on one Zen 5 core (F16, cold, 8960 x 1536, 1536 x 8960 and the
-// 151936-row output head) 36-40 GB/s with 1,024 bytes, against 31-35 without
-// one, 28-36 with 512 or 2,048 and 29-33 with 4,096 or 8,192, and 27-36 for
-// the row-major decode (FloatDecodeRun) alternated with them (three rounds
-// each). 2, 4 or 8 groups at once from far-apart parts were alike end to end
+// 151936-row output head, three rounds alternated) a median 37.7 GB/s with
+// 1,024 bytes, against 33.1 without one, 34.6 with 512, 35.4 with 2,048,
+// about 30 with 4,096 or 8,192, and 34.1 for the row-major decode
+// (FloatDecodeRun; BENCHMARKS.md, "sixteenth session"). 2, 4 or 8 groups at once from far-apart parts were alike end to end
 // (0.92-0.96x the row-major decode before the prefetch), and so were 4
 // adjacent groups in the kernel rows.
 constexpr int kFx16TileGroups = kFx16Vecs == 1 ? 3 : 1;
