@@ -263,13 +263,25 @@ HWY_INLINE void FloatStep(DF df, const WT* const* w, const float* const* x, int6
 
 // Adds elements [k0, k1) of every pair into `acc`. k0 is a multiple of N; k1
 // is too, or k1 == in, and then the tail goes in as well.
-template <int NR, int NT, class WT>
+// kAheadBytes > 0: at the start of every 64-byte line of each weight row,
+// prefetch the line kAheadBytes further on (FloatDecodeParts).
+template <int NR, int NT, class WT, int64_t kAheadBytes = 0>
 HWY_INLINE void FloatTileSpan(const WT* const* w, const float* const* x, int64_t k0, int64_t k1, int64_t in,
                               FloatAcc<NR, NT>& acc) {
   using L = FloatLoader<WT>;
   const hn::ScalableTag<float> df;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   int64_t i = k0;
+  if constexpr (kAheadBytes > 0) {
+    constexpr int64_t kAhead = kAheadBytes / static_cast<int64_t>(sizeof(WT)), kLine = 64 / sizeof(WT);
+    for (; i + N <= k1; i += N) {
+      if (i % kLine == 0) {
+        SKIPKV_UNROLL
+        for (int r = 0; r < NR; ++r) hwy::Prefetch(w[r] + i + kAhead);
+      }
+      FloatStep<NR, NT, WT>(df, w, x, i, acc.acc);
+    }
+  }
   for (; i + N <= k1; i += N) FloatStep<NR, NT, WT>(df, w, x, i, acc.acc);
   if (k1 != in || i == in) return;
   alignas(64) float wt[NR][64] = {};  // 64 >= lanes of any target
@@ -349,7 +361,13 @@ constexpr bool kFloatAvx512 = HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_D
 // projection's 8,960 f32 inputs), the weight streams evict them from L1 and
 // every step reads them from L2 again: S = 6 parts then share each
 // activation load between 6 rows (AVX2 1536 x 8960 F16 decode: see
-// BENCHMARKS.md, "one accumulator").
+// BENCHMARKS.md, "one accumulator"). With 2 or 4 parts each part's stream
+// is prefetched 2,048 bytes ahead in software: on Zen 5 (AVX2, cold
+// 8960 x 1536 F16 and BF16, five rounds) a median 35.0 GB/s on one thread
+// and 66.9 on two with it, against 33.3 and 55.3 without; 512 and 4,096
+// bytes were slower, 1,024 to 3,072 alike; AVX2 F16 / BF16 decoded
+// 1.06-1.14x faster end to end. On the long rows of 6 parts it was no
+// better (BENCHMARKS.md, "sixteenth session").
 template <int S, class WT>
 HWY_INLINE void FloatDecodeParts(const MatArgs& a, int64_t rb, int64_t re, int64_t t) {
   const hn::ScalableTag<float> df;
@@ -367,7 +385,8 @@ HWY_INLINE void FloatDecodeParts(const MatArgs& a, int64_t rb, int64_t re, int64
       w[s] = row(rb + s * part + i);
       acc.acc[s][0] = hn::Zero(df);
     }
-    FloatTileSpan<S, 1, WT>(w, x, 0, a.in, a.in, acc);
+    // Short rows (2 or 4 parts) prefetch 2 KiB ahead on each part's stream.
+    FloatTileSpan<S, 1, WT, S == 6 ? 0 : 2048>(w, x, 0, a.in, a.in, acc);
     SKIPKV_UNROLL
     for (int s = 0; s < S; ++s) y[rb + s * part + i] = FloatPairSum(acc, s, 0);
   }
