@@ -39,9 +39,10 @@ constexpr int kFx16Vecs = kFx16Group / kFx16Lanes;
 // 151936-row output head, three rounds alternated) a median 37.7 GB/s with
 // 1,024 bytes, against 33.1 without one, 34.6 with 512, 35.4 with 2,048,
 // about 30 with 4,096 or 8,192, and 34.1 for the row-major decode
-// (FloatDecodeRun; BENCHMARKS.md, "sixteenth session"). 2, 4 or 8 groups at once from far-apart parts were alike end to end
-// (0.92-0.96x the row-major decode before the prefetch), and so were 4
-// adjacent groups in the kernel rows.
+// (FloatDecodeRun; BENCHMARKS.md, "sixteenth session"). 2, 4 or 8 groups at
+// once from far-apart parts were alike end to end (0.92-0.96x the row-major
+// decode before the prefetch), and so were 4 adjacent groups in the kernel
+// rows.
 constexpr int kFx16TileGroups = kFx16Vecs == 1 ? 3 : 1;
 constexpr int kFx16TileTokens = kFx16Vecs == 1 ? 8 : kFx16Vecs == 2 ? 6 : 3;
 constexpr int kFx16DecodeGroups = kFx16Vecs >= 4 ? 1 : 4 / kFx16Vecs;

@@ -35,8 +35,7 @@ enum class DType : uint32_t {
   kF64 = 28,
   kBF16 = 30,
   // skipkv's own layouts, never in a file (LookupDType rejects their ids).
-  kF32x16 =
-      1000,  // F32 rows interleaved in groups of 16: element k of row r at [k][r] (tensor/interleaved.h)
+  kF32x16 = 1000,   // F32 rows interleaved in groups of 16: element k of row r at [k][r]
   kF16x16 = 1001,   // F16 rows interleaved in groups of 16, as kF32x16
   kQ8_0x16 = 1008,  // Q8_0 rows interleaved in groups of 16 (BlockQ8_0x16)
   kQ4_Kx16 = 1012,  // Q4_K rows interleaved in groups of 16 (BlockQ4_Kx16)

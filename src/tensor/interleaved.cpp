@@ -130,27 +130,19 @@ void ExtractGroupRow(const uint8_t* data, int64_t nb, int64_t row, File* out, Ge
   for (int64_t b = 0; b < nb; ++b) get(group[b], static_cast<int>(row % kGroupRows), out[b]);
 }
 
-// Float rows (E: the element's bits, uint32_t for F32, uint16_t for F16): each
-// group of 16 rows of `in` elements is transposed, row r's element k moving to
-// index 16 k + r.
+// Float rows (E: the element's bits, uint32_t for F32, uint16_t for F16) take
+// one element as the block: block k of a group holds element k of its 16 rows.
 template <class E>
-void InterleaveFloatGroups(uint8_t* data, int64_t rows, int64_t in) {
-  const size_t group_elems = kGroupRows * static_cast<size_t>(in);
-  std::vector<E> rows_copy(group_elems);
-  for (int64_t g = 0; g < rows / kGroupRows; ++g) {
-    E* group = reinterpret_cast<E*>(data) + static_cast<size_t>(g) * group_elems;
-    std::memcpy(rows_copy.data(), group, group_elems * sizeof(E));
-    for (int64_t k = 0; k < in; ++k) {
-      for (int r = 0; r < kGroupRows; ++r) group[k * kGroupRows + r] = rows_copy[r * in + k];
-    }
-  }
+struct FloatX16 {
+  E v[kGroupRows];
+};
+template <class E>
+void PutRowFloat(const E& w, int r, FloatX16<E>& g) {
+  g.v[r] = w;
 }
-
 template <class E>
-void ExtractFloatRow(const uint8_t* data, int64_t in, int64_t row, void* out) {
-  const E* group = reinterpret_cast<const E*>(data) + static_cast<size_t>(row / kGroupRows) * kGroupRows * in;
-  E* dst = static_cast<E*>(out);
-  for (int64_t k = 0; k < in; ++k) dst[k] = group[k * kGroupRows + row % kGroupRows];
+void GetRowFloat(const FloatX16<E>& g, int r, E& w) {
+  w = g.v[r];
 }
 
 }  // namespace
@@ -199,9 +191,9 @@ void InterleaveRows(DType t, uint8_t* data, int64_t rows, int64_t in) {
                    "InterleaveRows: Q4_K, Q6_K, Q8_0, F32 or F16, rows a multiple of 16, whole blocks");
   const int64_t nb = in / BlockSize(t);
   if (t == DType::kF32) {
-    InterleaveFloatGroups<uint32_t>(data, rows, in);
+    InterleaveGroups<uint32_t, FloatX16<uint32_t>>(data, rows, nb, PutRowFloat<uint32_t>);
   } else if (t == DType::kF16) {
-    InterleaveFloatGroups<uint16_t>(data, rows, in);
+    InterleaveGroups<uint16_t, FloatX16<uint16_t>>(data, rows, nb, PutRowFloat<uint16_t>);
   } else if (t == DType::kQ4_K) {
     InterleaveGroups<BlockQ4_K, BlockQ4_Kx16>(data, rows, nb, PutRowQ4_K);
   } else if (t == DType::kQ6_K) {
@@ -217,9 +209,11 @@ void ExtractRow(DType x, const uint8_t* data, int64_t in, int64_t row, void* out
                    "ExtractRow: not an interleaved matrix");
   const int64_t nb = in / BlockSize(file);
   if (file == DType::kF32) {
-    ExtractFloatRow<uint32_t>(data, in, row, out);
+    ExtractGroupRow<uint32_t, FloatX16<uint32_t>>(data, nb, row, static_cast<uint32_t*>(out),
+                                                  GetRowFloat<uint32_t>);
   } else if (file == DType::kF16) {
-    ExtractFloatRow<uint16_t>(data, in, row, out);
+    ExtractGroupRow<uint16_t, FloatX16<uint16_t>>(data, nb, row, static_cast<uint16_t*>(out),
+                                                  GetRowFloat<uint16_t>);
   } else if (x == DType::kQ4_Kx16) {
     ExtractGroupRow<BlockQ4_K, BlockQ4_Kx16>(data, nb, row, static_cast<BlockQ4_K*>(out), GetRowQ4_K);
   } else if (x == DType::kQ6_Kx16) {
