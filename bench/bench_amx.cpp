@@ -140,7 +140,7 @@ void Run(benchmark::State& state, DType type, int64_t n, size_t min_total_bytes,
   const double iters = static_cast<double>(state.iterations());
   state.counters["GMAC/s"] =
       benchmark::Counter(1e-9 * static_cast<double>(s.rows * s.in * n) * iters, benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(state.range(0) ? "AMX " : "no AMX ") + kernels::SimdTargetName() + " " +
+  state.SetLabel(std::string(state.range(0) ? "AMX " : "no AMX ") + kernels::SimdPathName() + " " +
                  ShapeName(state));
 }
 
@@ -171,7 +171,7 @@ void RunDecode(benchmark::State& state, DType type) {
   state.counters["GB/s"] =
       benchmark::Counter(1e-9 * static_cast<double>(weight_bytes) * static_cast<double>(state.iterations()),
                          benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(kernels::SimdTargetName()) + " " + ShapeName(state) + "; " + prefetch);
+  state.SetLabel(std::string(kernels::SimdPathName()) + " " + ShapeName(state) + "; " + prefetch);
 }
 // Decode reading range(0) weight streams (-1: the defaults, whatever
 // SKIPKV_DECODE_STREAMS says), the prefetch at its defaults (range(3) -1) or
@@ -196,7 +196,7 @@ void RunDecodeStreams(benchmark::State& state, DType type) {
   state.counters["GB/s"] =
       benchmark::Counter(1e-9 * static_cast<double>(weight_bytes) * static_cast<double>(state.iterations()),
                          benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(kernels::SimdTargetName()) + " " + ShapeName(state) + "; " + streams +
+  state.SetLabel(std::string(kernels::SimdPathName()) + " " + ShapeName(state) + "; " + streams +
                  "; prefetch " + prefetch);
 }
 void BM_Q8_0x16DecodeStreams(benchmark::State& state) { RunDecodeStreams(state, DType::kQ8_0x16); }

@@ -116,7 +116,7 @@ void BM_MatVec(benchmark::State& state) {
   state.counters["GB/s"] = benchmark::Counter(1e-9 * static_cast<double>(bytes) * state.iterations(),
                                               benchmark::Counter::kIsRate);
   state.SetLabel(std::string(DTypeName(t)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.in) +
-                 (cold ? " cold" : " hot") + " target=" + kernels::SimdTargetName());
+                 (cold ? " cold" : " hot") + " target=" + kernels::SimdPathName());
 }
 
 void MatVecArgs(benchmark::internal::Benchmark* b) {
@@ -177,7 +177,7 @@ void BM_FmaPeak(benchmark::State& state) {
   }
   state.counters["GFLOP/s"] = benchmark::Counter(1e-9 * 2.0 * values * kSteps * threads * state.iterations(),
                                                  benchmark::Counter::kIsRate);
-  state.SetLabel(std::string("target=") + kernels::SimdTargetName());
+  state.SetLabel(std::string("target=") + kernels::SimdPathName());
 }
 BENCHMARK(BM_FmaPeak)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 

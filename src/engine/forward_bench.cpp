@@ -319,7 +319,7 @@ size_t ForwardBench::decode_weight_bytes() const {
   return weight_bytes() - (m.config().tied_embeddings ? 0 : m.weights().token_embd.NumBytes());
 }
 
-const char* ForwardBench::SimdTarget() { return kernels::SimdTargetName(); }
+const char* ForwardBench::SimdTarget() { return kernels::SimdPathName(); }
 std::string ForwardBench::AmxStatus() { return kernels::AmxStatus(); }
 std::string ForwardBench::DecodePrefetchStatus() { return kernels::DecodePrefetchStatus(); }
 std::string ForwardBench::DecodeStreamsStatus() { return kernels::DecodeStreamsStatus(); }

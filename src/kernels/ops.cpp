@@ -41,7 +41,9 @@ void CheckMatShapes(const TensorView& w) {
 
 // SKIPKV_SIMD=<target> caps the run-time dispatch (e.g. "avx2" on an AVX-512
 // machine, to compare code paths or to avoid AVX-512 clock throttling): every
-// target better than the named one is disabled. Applied once, at static
+// target better than the named one is disabled. "avx3_vnni" is AVX3 with the
+// AVX512_VNNI int8 kernels (matmul_avx3_vnni.cpp; what a Cascade Lake runs),
+// "avx3" AVX3 without them (a Skylake-SP). Applied once, at static
 // initialisation, before any kernel runs.
 const bool kSimdCapApplied = [] {
   const char* env = std::getenv("SKIPKV_SIMD");
@@ -49,12 +51,20 @@ const bool kSimdCapApplied = [] {
   std::string want(env);
   for (char& c : want) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (want == "SCALAR" || want == "PORTABLE") want = "EMU128";
+  if (want == "AVX3_VNNI") {
+    if (!internal::Avx3VnniCpu())
+      SKIPKV_LOG_WARN("SKIPKV_SIMD=%s: the CPU reports no AVX512_VNNI; AVX3 runs without it", env);
+    want = "AVX3";
+  } else if (want == "AVX3") {
+    internal::DisableAvx3VnniAtStartup();
+  }
   std::string known;
   for (int i = 0; i <= 62; ++i) {
     const int64_t bit = int64_t{1} << i;
     if ((HWY_TARGETS & bit) == 0) continue;
     const std::string name = hwy::TargetName(bit);
     known += (known.empty() ? "" : ", ") + name;
+    if (bit == HWY_AVX3 && internal::Avx3VnniCompiled()) known += ", AVX3_VNNI";
     if (name == want || (want == "EMU128" && (bit == HWY_EMU128 || bit == HWY_SCALAR))) {
       hwy::DisableTargets(bit - 1);  // all better targets have lower bits
       return true;
@@ -67,7 +77,7 @@ const bool kSimdCapApplied = [] {
 void LogTargetOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
-    SKIPKV_LOG_INFO("kernels: SIMD target %s%s%s; AMX tiles: %s", SimdTargetName(),
+    SKIPKV_LOG_INFO("kernels: SIMD target %s%s%s; AMX tiles: %s", SimdPathName(),
                     kSimdCapApplied ? " (capped by SKIPKV_SIMD)" : "",
                     internal::Bf16DotActive() ? "; BF16 weights: vdpbf16ps on bf16-rounded activations" : "",
                     internal::AmxStatus().c_str());
@@ -405,6 +415,10 @@ void Attention(const AttentionShape& shape, std::span<const AttentionTask> tasks
 }
 
 const char* SimdTargetName() { return internal::TargetNameSimd(); }
+const char* SimdPathName() {
+  const char* target = internal::TargetNameSimd();
+  return std::strcmp(target, "AVX3") == 0 && internal::Int8VnniActive() ? "AVX3+VNNI" : target;
+}
 bool Bf16DotProducts() { return internal::Bf16DotActive(); }
 std::string AmxStatus() { return internal::AmxStatus(); }
 bool InterleavedWeightsWanted(DType file_type) {
@@ -413,7 +427,7 @@ bool InterleavedWeightsWanted(DType file_type) {
   if (env != nullptr && std::string(env) == "0") return false;
   if (file_type == DType::kF32 || file_type == DType::kF16) return internal::FloatX16Preferred();
   // With AMX on too: batches of the interleaved types run on tiles (X16AmxRows).
-  return internal::DispatchIsAvx3Dl() || internal::Q8WideActive();
+  return internal::Int8VnniActive() || internal::Q8WideActive();
 }
 
 }  // namespace skipkv::kernels

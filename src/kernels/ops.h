@@ -142,6 +142,10 @@ inline constexpr int64_t kAttnPartSlots = 512;
 // the portable baseline. The environment variable SKIPKV_SIMD=<name> (e.g.
 // avx2) caps the choice at that target.
 const char* SimdTargetName();
+// SimdTargetName(), except "AVX3+VNNI" where an AVX3 dispatch runs the
+// AVX512_VNNI int8 kernels (Cascade Lake, Cooper Lake: CPUs with VNNI that
+// Highway dispatches as AVX3; SKIPKV_SIMD=avx3_vnni caps there, avx3 below).
+const char* SimdPathName();
 // True when BF16-weight products run as vdpbf16ps dot products on
 // activations rounded to bf16 (round to nearest even): the CPU has
 // AVX512_BF16 and the dispatch runs AVX3_DL. False: f32 FMA on the exact

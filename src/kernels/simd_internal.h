@@ -333,6 +333,24 @@ bool Q8WideActive();
 // True when the dispatched target prefers F32 and F16 weights interleaved
 // (kF32x16, kF16x16; matmul_float_x16-inl.h): AVX3 and AVX3_DL.
 bool FloatX16Preferred();
+// True when the dispatched target's int8 products run the AVX512_VNNI
+// kernels: AVX3_DL, or AVX3 routed to the AVX3 VNNI pass (below).
+bool Int8VnniActive();
+
+// AVX-512 CPUs with AVX512_VNNI that Highway 1.0.3 dispatches as AVX3
+// (Cascade Lake, Cooper Lake): matmul_avx3_vnni.cpp compiles the products'
+// body once more in the AVX3 pass with the VNNI kernels on, and matmul.cpp's
+// AVX3 pass hands its rows to MatRowsAvx3Vnni when Avx3VnniAllowed().
+// Avx3VnniCpu: the CPU reports AVX512_VNNI and the pass is compiled (GCC or
+// Clang on x86-64). Avx3VnniAllowed: that, unless SKIPKV_SIMD=avx3
+// (DisableAvx3VnniAtStartup, ops.cpp) or SetAvx3VnniForTest(0) turned it off.
+// SetAvx3VnniForTest: 1 on where the CPU has it, 0 off, -1 back to start-up's.
+bool Avx3VnniCompiled();
+bool Avx3VnniCpu();
+bool Avx3VnniAllowed();
+void DisableAvx3VnniAtStartup();
+void SetAvx3VnniForTest(int mode);
+void MatRowsAvx3Vnni(const MatArgs& a, int64_t row_begin, int64_t row_end);
 
 // BF16 weights as bf16 dot products (matmul_bf16_x86.cpp): active when the
 // CPU has AVX512_BF16 and the dispatch runs AVX3_DL. Activations are then

@@ -254,11 +254,11 @@ TEST_P(DecodeStreamsTargets, NoStreamCountChangesAResult) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Targets, DecodeStreamsTargets, ::testing::ValuesIn(testing::CompiledSimdTargets()),
+INSTANTIATE_TEST_SUITE_P(Targets, DecodeStreamsTargets, ::testing::ValuesIn(testing::CompiledMatMulTargets()),
                          testing::TargetParamName);
 
-INSTANTIATE_TEST_SUITE_P(Targets, DecodePrefetchTargets, ::testing::ValuesIn(testing::CompiledSimdTargets()),
-                         testing::TargetParamName);
+INSTANTIATE_TEST_SUITE_P(Targets, DecodePrefetchTargets,
+                         ::testing::ValuesIn(testing::CompiledMatMulTargets()), testing::TargetParamName);
 
 }  // namespace
 }  // namespace skipkv

@@ -258,9 +258,9 @@ TEST(MatMulFloatInterleaved, EveryResultIsTheScalarFusedChain) {
         }
       }
       ThreadPool pool(2);
-      for (const int64_t target : testing::CompiledSimdTargets()) {
-        hwy::SetSupportedTargetsForTest(target);
-        SCOPED_TRACE(std::string(kernels::SimdTargetName()) + " n=" + std::to_string(n));
+      for (const int64_t target : testing::CompiledMatMulTargets()) {
+        testing::SelectSimdTarget(target);
+        SCOPED_TRACE(std::string(kernels::SimdPathName()) + " n=" + std::to_string(n));
         std::vector<float> y(n * rows);
         kernels::MatMul(wx.view, x.data(), n, y.data(), pool);
         const std::string name = kernels::SimdTargetName();
@@ -271,7 +271,7 @@ TEST(MatMulFloatInterleaved, EveryResultIsTheScalarFusedChain) {
           EXPECT_EQ(0, std::memcmp(want.data(), y.data(), y.size() * sizeof(float)));
         }
       }
-      hwy::SetSupportedTargetsForTest(0);
+      testing::SelectSimdTarget(0);
     }
   }
 }
@@ -286,9 +286,9 @@ void ExpectSameBitsOnEveryTargetCloseToFileLayout(DType type) {
   const auto x = RandomVec(in * n, 72, 0.5f);
   ThreadPool pool(2);
   std::vector<float> first;
-  for (const int64_t target : testing::CompiledSimdTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(kernels::SimdTargetName());
+  for (const int64_t target : testing::CompiledMatMulTargets()) {
+    testing::SelectSimdTarget(target);
+    SCOPED_TRACE(kernels::SimdPathName());
     std::vector<float> yx(n * rows), yf(n * rows);
     kernels::MatMul(wx.view, x.data(), n, yx.data(), pool);
     kernels::MatMul(wf.view, x.data(), n, yf.data(), pool);
@@ -296,7 +296,7 @@ void ExpectSameBitsOnEveryTargetCloseToFileLayout(DType type) {
     EXPECT_EQ(0, std::memcmp(first.data(), yx.data(), yx.size() * sizeof(float)));
     for (size_t i = 0; i < yx.size(); ++i) EXPECT_NEAR(yx[i], yf[i], 1e-5f * (std::fabs(yf[i]) + 1.f)) << i;
   }
-  hwy::SetSupportedTargetsForTest(0);
+  testing::SelectSimdTarget(0);
   EXPECT_FALSE(first.empty());
 }
 
@@ -507,7 +507,7 @@ TEST_P(MatMulTest, Bf16ActivationRounding) {
   EXPECT_EQ(y, kernels::Bf16DotProducts() ? 3.015625f : 3.01953125f);
 }
 
-INSTANTIATE_TEST_SUITE_P(Targets, MatMulTest, ::testing::ValuesIn(testing::CompiledSimdTargets()),
+INSTANTIATE_TEST_SUITE_P(Targets, MatMulTest, ::testing::ValuesIn(testing::CompiledMatMulTargets()),
                          testing::TargetParamName);
 
 }  // namespace
