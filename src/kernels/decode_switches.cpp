@@ -1,6 +1,6 @@
 // The two run-time switches of the decode kernels for Q8_0x16, Q4_Kx16 and
 // Q6_Kx16 (simd_internal.h): the software prefetch distance (DecodePrefetch;
-// the prefetch itself is PrefetchBlockAhead in matmul.cpp) and the number of
+// the prefetch itself is PrefetchBlockAhead in matmul_body-inl.h) and the number of
 // weight streams a thread reads side by side (DecodeStreams; the driver is
 // X16OneTokenStreams in matmul_x16-inl.h). Issue 40 asks what llama.cpp does
 // on an Intel Xeon that skipkv does not, prefetch distance and rows per thread

@@ -2,7 +2,7 @@
 // (Zen 4/5, Cooper Lake, Sapphire Rapids and later): vdpbf16ps multiplies 32
 // bf16 pairs per instruction and adds them into 16 f32 lanes, so a weight
 // cache line costs one instruction instead of a widening conversion and two
-// FMAs. That conversion made the f32 path (matmul.cpp, FloatRows<Bf16Tag>)
+// FMAs. That conversion made the f32 path (matmul_body-inl.h, FloatRows<Bf16Tag>)
 // compute- and latency-bound at about 60 % of the memory bandwidth in decode.
 //
 // Numerics (the deviation from the f32 path): activations are rounded to bf16
@@ -73,7 +73,7 @@ SKIPKV_BF16_ATTR inline float HSum(__m512 v) {
   return _mm_cvtss_f32(q);
 }
 
-// Keeps a loaded vector in a register (see KeepInRegister in matmul.cpp).
+// Keeps a loaded vector in a register (see KeepInRegister in matmul_body-inl.h).
 SKIPKV_BF16_ATTR inline void Keep(__m512i& v) { asm("" : "+v"(v)); }
 
 template <int NR, int NT>
@@ -180,7 +180,7 @@ SKIPKV_BF16_ATTR __attribute__((noinline)) void Tile(const MatArgs& a, int64_t r
 
 // Decode (one token) over rows [rb, re), TileCacheBlock's `run`: each row
 // exactly as Tile<1, 1> computes it (same Span, same reduction), in one loop
-// instead of a call per row (as FloatDecodeRun in matmul.cpp).
+// instead of a call per row (as FloatDecodeRun in matmul_body-inl.h).
 SKIPKV_BF16_ATTR __attribute__((noinline)) void DecodeRun(const MatArgs& a, int64_t rb, int64_t re, int64_t t) {
   const uint16_t* x[1] = {reinterpret_cast<const uint16_t*>(a.act + static_cast<size_t>(t) * a.act_row_bytes)};
   float* y = a.y + t * a.y_stride;

@@ -1,4 +1,4 @@
-// Included by matmul.cpp once per Highway target (inside its namespace), after
+// Included by matmul_body-inl.h once per Highway target (inside its namespace), after
 // the float tiles (FloatLoader).
 //
 // ---- Float rows interleaved in groups of 16 (DType::kF32x16, kF16x16) ------------

@@ -1,5 +1,5 @@
 // AVX-512 VNNI int8 dot products (Highway target AVX3_DL: Ice Lake, Zen 4 and
-// later), included by matmul.cpp inside its per-target namespace; active only
+// later), included by matmul_body-inl.h inside its per-target namespace; active only
 // when SKIPKV_VNNI is 1. Highway 1.0.3 has no u8 x i8 multiply-add, so these
 // use the target's intrinsics inside the same dispatch (vpdpbusd, vpdpwssd,
 // vpmaddubsw on 512-bit registers).

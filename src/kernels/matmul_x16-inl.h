@@ -1,4 +1,4 @@
-// Included by matmul.cpp once per Highway target (inside its namespace).
+// Included by matmul_body-inl.h once per Highway target (inside its namespace).
 //
 // ---- Q4_K rows interleaved in groups of 16 (DType::kQ4_Kx16) --------------------
 // The layout (BlockQ4_Kx16, tensor/dtype.h) puts the same 4 elements of 16
@@ -21,16 +21,16 @@
 constexpr int kX16Rows = 16;
 
 // The tiles below take `ahead`, the blocks to prefetch ahead (0: none;
-// PrefetchBlockAhead, matmul.cpp), from X16Rows. One-token tiles (decode, and a batch's last lone token) read
-// each block once, from memory, and take DecodePrefetchBlocks (simd_internal.h). Q4_Kx16's default there is 2
-// blocks (4.5 KiB): on Zen 5 the hardware prefetcher fell behind its one-token tiles, one core streaming a
-// cold 8960 x 1536 matrix at 13-19 GB/s (AVX2: 14) against 20-27 (AVX2: 18-19) for the file layout's kernel,
-// although cache-resident the interleaved kernel is twice as fast (perhaps because a block's fields are read
-// out of address order: the top-bit records, then quants and low-bit records by turns, d and dmin last); with
-// the prefetch 27-34 GB/s (AVX2: 27-30; BENCHMARKS.md). Q8_0x16's default is none: read in address order, it
-// kept up without one, and 4-16 blocks ahead were 0.64-0.99x (ninth session). Q6_Kx16's default is 2
-// blocks (6.6 KiB), although read in address order: without it one core read a cold matrix at 20-22 GB/s
-// against 24-29 for the file layout's rows, with it 27-30 (twelfth session).
+// PrefetchBlockAhead, matmul_body-inl.h), from X16Rows. One-token tiles (decode, and a batch's last lone
+// token) read each block once, from memory, and take DecodePrefetchBlocks (simd_internal.h). Q4_Kx16's
+// default there is 2 blocks (4.5 KiB): on Zen 5 the hardware prefetcher fell behind its one-token tiles, one
+// core streaming a cold 8960 x 1536 matrix at 13-19 GB/s (AVX2: 14) against 20-27 (AVX2: 18-19) for the file
+// layout's kernel, although cache-resident the interleaved kernel is twice as fast (perhaps because a block's
+// fields are read out of address order: the top-bit records, then quants and low-bit records by turns, d and
+// dmin last); with the prefetch 27-34 GB/s (AVX2: 27-30; BENCHMARKS.md). Q8_0x16's default is none: read in
+// address order, it kept up without one, and 4-16 blocks ahead were 0.64-0.99x (ninth session). Q6_Kx16's
+// default is 2 blocks (6.6 KiB), although read in address order: without it one core read a cold matrix at
+// 20-22 GB/s against 24-29 for the file layout's rows, with it 27-30 (twelfth session).
 //
 // Batches prefetch on their first pass over a row block's weights only (the
 // first tile of its first token block, X16Rows): later tiles and token

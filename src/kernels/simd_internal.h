@@ -1,5 +1,5 @@
 // Internal interface between ops.cpp (threading, scratch, dispatch) and the
-// per-target Highway kernels (matmul.cpp, attention.cpp, elementwise.cpp).
+// per-target Highway kernels (matmul.cpp with matmul_body-inl.h, attention.cpp, elementwise.cpp).
 // Nothing here is part of the public kernel API.
 #pragma once
 
