@@ -127,6 +127,38 @@ TEST(CliRunTest, SimdTargetCapFromEnvironment) {
   EXPECT_NE(bogus.err.find("SKIPKV_SIMD=sse9 is not a compiled SIMD target"), std::string::npos) << bogus.err;
 }
 
+// Whether /proc/cpuinfo's first "flags" line names `flag` (a whole word).
+bool CpuFlag(const std::string& flag) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::string w;
+    while (words >> w)
+      if (w == flag) return true;
+    return false;
+  }
+  return false;
+}
+
+// SKIPKV_SIMD=avx3_vnni runs AVX3 with the AVX512_VNNI int8 kernels (what a
+// Cascade Lake runs), avx3 without them (a Skylake-SP); the log says which.
+TEST(CliRunTest, Avx3VnniPathFromEnvironment) {
+  if (!CpuFlag("avx512bw") || !CpuFlag("avx512vl") || !CpuFlag("avx512_vnni"))
+    GTEST_SKIP() << "not run here: the CPU lacks AVX-512 BW/VL or AVX512_VNNI (/proc/cpuinfo)";
+  const std::string ref =
+      ReadAll(std::string(SKIPKV_TEST_DATA_DIR) + "/stories260K/stories260K_greedy_257.txt");
+  CmdResult vnni = Skipkv("run -n 32 -t 2 -q", "SKIPKV_SIMD=avx3_vnni SKIPKV_LOG=info");
+  ASSERT_EQ(vnni.exit_code, 0) << vnni.err;
+  EXPECT_NE(vnni.err.find("SIMD target AVX3+VNNI (capped by SKIPKV_SIMD)"), std::string::npos) << vnni.err;
+  ASSERT_FALSE(vnni.out.empty());
+  EXPECT_EQ(ref.compare(0, vnni.out.size() - 1, vnni.out.substr(0, vnni.out.size() - 1)), 0) << vnni.out;
+  CmdResult plain = Skipkv("run -n 4 -t 2 -q", "SKIPKV_SIMD=avx3 SKIPKV_LOG=info");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.err.find("SIMD target AVX3 (capped by SKIPKV_SIMD)"), std::string::npos) << plain.err;
+}
+
 TEST(CliRunTest, BadInputsExitNonZeroWithAClearMessage) {
   struct Case {
     std::string args;
