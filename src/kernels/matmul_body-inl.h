@@ -509,16 +509,41 @@ HWY_INLINE void UnpackQ4KScales(const uint8_t* s, uint8_t* sc, uint8_t* m) {
   }
 }
 
-// ---- Q8_0 x ActQ8 ---------------------------------------------------------------
+// ---- Q8_0 and Q4_0 x ActQ8 -----------------------------------------------------
 
-template <int NT>
-HWY_INLINE void Q8_0RowDot(const BlockQ8_0* w, const ActQ8* const* a, int64_t nb, float* out) {
+// A block's 32 quants as signed bytes, element order: Q8_0's as stored, Q4_0's
+// nibbles - 8 (low nibbles are elements 0..15, high nibbles 16..31). The
+// portable versions return a pointer, to the block or to `tmp`.
+#if SKIPKV_X86_INT8
+HWY_INLINE __m256i BlockQuants(const BlockQ8_0& w) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs));
+}
+HWY_INLINE __m256i BlockQuants(const BlockQ4_0& w) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs));
+  const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
+  return _mm256_sub_epi8(q, _mm256_set1_epi8(8));  // [-8, 7]
+}
+#else
+HWY_INLINE const int8_t* BlockQuants(const BlockQ8_0& w, int8_t*) { return w.qs; }
+HWY_INLINE const int8_t* BlockQuants(const BlockQ4_0& w, int8_t* tmp) {
+  for (int j = 0; j < 16; ++j) {
+    tmp[j] = static_cast<int8_t>((w.qs[j] & 0x0f) - 8);
+    tmp[j + 16] = static_cast<int8_t>((w.qs[j] >> 4) - 8);
+  }
+  return tmp;
+}
+#endif
+
+// Q8_0 or Q4_0 rows (Block) against NT tokens' ActQ8 rows: per block the
+// int32 dot of the quants, scaled by d_w * d_a into 8 f32 lanes, summed last.
+template <int NT, class Block>
+HWY_INLINE void Int8BlockRowDot(const Block* w, const ActQ8* const* a, int64_t nb, float* out) {
 #if SKIPKV_X86_INT8
   __m256 acc[NT];
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
+    const __m256i qw = BlockQuants(w[b]);
     const float dw = F16Scalar(w[b].d);
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
@@ -534,11 +559,13 @@ HWY_INLINE void Q8_0RowDot(const BlockQ8_0* w, const ActQ8* const* a, int64_t nb
   hn::Vec<decltype(df)> acc[NT];
   SKIPKV_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = hn::Zero(df);
+  int8_t tmp[32];
   for (int64_t b = 0; b < nb; ++b) {
+    const int8_t* qw = BlockQuants(w[b], tmp);
     const float dw = F16Scalar(w[b].d);
     SKIPKV_UNROLL
     for (int t = 0; t < NT; ++t) {
-      const auto p = hn::ConvertTo(df, DotI8(w[b].qs, a[t][b].qs, 32));
+      const auto p = hn::ConvertTo(df, DotI8(qw, a[t][b].qs, 32));
       acc[t] = hn::MulAdd(hn::Set(df, dw * a[t][b].d), p, acc[t]);
     }
   }
@@ -552,8 +579,8 @@ HWY_INLINE void Q8_0RowDot(const BlockQ8_0* w, const ActQ8* const* a, int64_t nb
 // block, its even- and odd-indexed quants as int16 (shifts of the 16-bit
 // lanes), reused by the NT tokens; per (block, token) two vpmaddwd and an add
 // give int32 lane j = sum of w[i] * a[i] over i in [4j, 4j + 4): the lanes of
-// Q8_0RowDot's vpmaddubsw + vpmaddwd, followed by the same conversion, scale
-// and FMA, so the result is bit-identical to Q8_0RowDot's.
+// Int8BlockRowDot's vpmaddubsw + vpmaddwd, followed by the same conversion, scale
+// and FMA, so the result is bit-identical to Int8BlockRowDot's.
 template <int NT>
 HWY_INLINE void Q8_0RowDotWide(const BlockQ8_0* w, const uint8_t* const* a, int64_t nb, float* out) {
   const float* scale[NT];
@@ -583,53 +610,6 @@ HWY_INLINE void Q8_0RowDotWide(const BlockQ8_0* w, const uint8_t* const* a, int6
   for (int t = 0; t < NT; ++t) out[t] = HSum(acc[t]);
 }
 #endif
-
-// ---- Q4_0 x ActQ8 ---------------------------------------------------------------
-
-template <int NT>
-HWY_INLINE void Q4_0RowDot(const BlockQ4_0* w, const ActQ8* const* a, int64_t nb, float* out) {
-#if SKIPKV_X86_INT8
-  __m256 acc[NT];
-  SKIPKV_UNROLL
-  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-  const __m256i lo4 = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8);
-  for (int64_t b = 0; b < nb; ++b) {
-    // Low nibbles are elements 0..15, high nibbles 16..31.
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
-    const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), lo4);
-    const __m256i qw = _mm256_sub_epi8(q, eight);  // [-8, 7]
-    const float dw = F16Scalar(w[b].d);
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) {
-      const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t][b].qs));
-      const __m256 p = _mm256_cvtepi32_ps(MulSumI8I8(qw, qa));
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a[t][b].d), p, acc[t]);
-    }
-  }
-  SKIPKV_UNROLL
-  for (int t = 0; t < NT; ++t) out[t] = HSum(acc[t]);
-#else
-  const hn::CappedTag<float, 8> df;
-  hn::Vec<decltype(df)> acc[NT];
-  SKIPKV_UNROLL
-  for (int t = 0; t < NT; ++t) acc[t] = hn::Zero(df);
-  int8_t q[32];
-  for (int64_t b = 0; b < nb; ++b) {
-    for (int j = 0; j < 16; ++j) {
-      q[j] = static_cast<int8_t>((w[b].qs[j] & 0x0f) - 8);
-      q[j + 16] = static_cast<int8_t>((w[b].qs[j] >> 4) - 8);
-    }
-    const float dw = F16Scalar(w[b].d);
-    SKIPKV_UNROLL
-    for (int t = 0; t < NT; ++t) {
-      const auto p = hn::ConvertTo(df, DotI8(q, a[t][b].qs, 32));
-      acc[t] = hn::MulAdd(hn::Set(df, dw * a[t][b].d), p, acc[t]);
-    }
-  }
-  SKIPKV_UNROLL
-  for (int t = 0; t < NT; ++t) out[t] = HSumPortable(acc[t]);
-#endif
-}
 
 // ---- Q4_K x Q8_K ----------------------------------------------------------------
 // dot = sum_b [ d*da * sum_j sc_j * (q_j . y_j)  -  dmin*da * sum_j m_j * bsum32_j ]
@@ -890,12 +870,12 @@ void RowTile(const MatArgs& a, int64_t r, int64_t t0) {
       }
 #endif
       SKIPKV_CHECK_MSG(a.act_format == ActFormat::kQ8, "MatRows: Q8_0 activations in an unexpected format");
-      Q8_0RowDot<NT>(reinterpret_cast<const BlockQ8_0*>(wrow), reinterpret_cast<const ActQ8* const*>(act),
-                     a.in / 32, out);
+      Int8BlockRowDot<NT>(reinterpret_cast<const BlockQ8_0*>(wrow),
+                          reinterpret_cast<const ActQ8* const*>(act), a.in / 32, out);
       break;
     case DType::kQ4_0:
-      Q4_0RowDot<NT>(reinterpret_cast<const BlockQ4_0*>(wrow), reinterpret_cast<const ActQ8* const*>(act),
-                     a.in / 32, out);
+      Int8BlockRowDot<NT>(reinterpret_cast<const BlockQ4_0*>(wrow),
+                          reinterpret_cast<const ActQ8* const*>(act), a.in / 32, out);
       break;
 #if SKIPKV_VNNI
     case DType::kQ4_K:
